@@ -1,0 +1,150 @@
+"""The billing engine: the one implementation of LedgerGym's invoice arithmetic.
+
+The scenario generator bills with it and `recompute_invoice` recomputes with it, so a
+difference between the two can only come from different inputs, never different code.
+Periods are local calendar dates, `period_end` exclusive. Each line is rounded half-up to the
+cent once, after proration and fx conversion; discount and tax are rounded once each.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import date
+from fractions import Fraction
+
+from env.money import format_cents, round_half_up
+
+
+@dataclass(frozen=True)
+class PlanTerms:
+    plan_id: str
+    name: str
+    unit_price_cents: int  # USD, per seat or flat, for one full period
+    per_seat: bool
+    included_units: int = 0
+    overage_unit_price_cents: int = 0  # USD per unit beyond the included ones; 0 = not metered
+
+
+@dataclass(frozen=True)
+class CouponTerms:
+    code: str
+    percent_off: Fraction | None = None  # 0.2 = 20 % off the subtotal
+    amount_off_cents: int | None = None  # USD, converted at the invoice's fx rate
+
+
+@dataclass(frozen=True)
+class BillingInputs:
+    """Everything an invoice is computed from; recorded on the invoice as it was billed."""
+
+    period_start: date
+    period_end: date
+    plan: PlanTerms
+    seats: int
+    currency: str
+    fx_rate: Fraction  # invoice currency per USD
+    fx_rate_date: date
+    tax_jurisdiction: str
+    tax_rate: Fraction
+    tax_exempt: bool = False
+    previous_plan: PlanTerms | None = None  # plan before a change inside this period
+    previous_seats: int | None = None
+    plan_change_date: date | None = None
+    proration_start: date | None = None  # charged window inside the period; default whole period
+    proration_end: date | None = None
+    coupon: CouponTerms | None = None
+    usage_units: int | None = None
+
+    def with_overrides(self, **changes: object) -> BillingInputs:
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class InvoiceLine:
+    description: str
+    quantity: int
+    amount_cents: int
+
+
+@dataclass(frozen=True)
+class InvoiceAmounts:
+    lines: tuple[InvoiceLine, ...]
+    subtotal_cents: int
+    discount_cents: int
+    tax_cents: int
+    total_cents: int
+
+
+class BillingError(ValueError):
+    """Inputs the engine cannot bill (an empty period, negative seats…)."""
+
+
+def compute_invoice(inputs: BillingInputs) -> InvoiceAmounts:
+    period_days = (inputs.period_end - inputs.period_start).days
+    if period_days <= 0:
+        raise BillingError("period_end must be after period_start")
+    if inputs.seats < 0 or (inputs.previous_seats or 0) < 0:
+        raise BillingError("seats must not be negative")
+    lines = [*_subscription_lines(inputs, period_days), *_usage_lines(inputs)]
+    subtotal = sum(line.amount_cents for line in lines)
+    discount = _discount(inputs, subtotal)
+    taxable = subtotal - discount
+    tax = 0 if inputs.tax_exempt else round_half_up(taxable * inputs.tax_rate)
+    return InvoiceAmounts(tuple(lines), subtotal, discount, tax, taxable + tax)
+
+
+def _charged_window(inputs: BillingInputs) -> tuple[date, date]:
+    start = max(inputs.proration_start or inputs.period_start, inputs.period_start)
+    end = min(inputs.proration_end or inputs.period_end, inputs.period_end)
+    return start, end
+
+
+def _segments(inputs: BillingInputs) -> list[tuple[PlanTerms, int, date, date]]:
+    start, end = _charged_window(inputs)
+    if end <= start:
+        return []
+    change = inputs.plan_change_date
+    if inputs.previous_plan is None or change is None or change <= start:
+        return [(inputs.plan, inputs.seats, start, end)]
+    previous_seats = inputs.seats if inputs.previous_seats is None else inputs.previous_seats
+    if change >= end:
+        return [(inputs.previous_plan, previous_seats, start, end)]
+    return [
+        (inputs.previous_plan, previous_seats, start, change),
+        (inputs.plan, inputs.seats, change, end),
+    ]
+
+
+def _subscription_lines(inputs: BillingInputs, period_days: int) -> list[InvoiceLine]:
+    lines = []
+    for plan, seats, start, end in _segments(inputs):
+        quantity = seats if plan.per_seat else 1
+        days = (end - start).days
+        exact = Fraction(plan.unit_price_cents * quantity * days, period_days) * inputs.fx_rate
+        unit = "seat" if plan.per_seat else "subscription"
+        label = f"{plan.name} ({plan.plan_id}) x {quantity} {unit}{'s' if quantity != 1 else ''}"
+        if days != period_days:
+            label += f", prorated {days}/{period_days} days from {start.isoformat()}"
+        lines.append(InvoiceLine(label, quantity, round_half_up(exact)))
+    return lines
+
+
+def _usage_lines(inputs: BillingInputs) -> list[InvoiceLine]:
+    plan = inputs.plan
+    if plan.overage_unit_price_cents <= 0 or inputs.usage_units is None:
+        return []
+    billable = max(0, inputs.usage_units - plan.included_units)
+    exact = billable * plan.overage_unit_price_cents * inputs.fx_rate
+    label = (
+        f"Usage overage: {inputs.usage_units} units, {plan.included_units} included, "
+        f"{billable} billed at {format_cents(plan.overage_unit_price_cents)} USD"
+    )
+    return [InvoiceLine(label, billable, round_half_up(exact))]
+
+
+def _discount(inputs: BillingInputs, subtotal: int) -> int:
+    coupon = inputs.coupon
+    if coupon is None or subtotal <= 0:
+        return 0
+    if coupon.percent_off is not None:
+        return min(subtotal, round_half_up(subtotal * coupon.percent_off))
+    return min(subtotal, round_half_up((coupon.amount_off_cents or 0) * inputs.fx_rate))

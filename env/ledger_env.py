@@ -1,0 +1,143 @@
+"""LedgerEnv: one episode of BillSleuth over a private in-memory copy of the scenario database.
+
+Reset is a `deserialize` of the scenario's bytes into a fresh `:memory:` connection, so any
+number of concurrent episodes on one scenario never see each other's writes. The truth is not
+held here: the episode knows only the public scenario card.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import uuid
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from env.findings import Findings
+from env.labels import ROOT_CAUSES
+from env.scenario import Scenario
+from env.tool_specs import dispatch, openai_tools
+from env.tools import BillingTools
+
+DEFAULT_TOOL_BUDGET = 30
+
+
+@dataclass(frozen=True)
+class ToolRecord:
+    name: str
+    arguments: str
+    result: str
+    is_error: bool
+
+
+@cache
+def _policy_template() -> str:
+    return resources.files("env").joinpath("data/system_prompt.md").read_text(encoding="utf-8")
+
+
+def system_prompt(tool_budget: int = DEFAULT_TOOL_BUDGET) -> str:
+    labels = "\n".join(f"  - {label}" for label in ROOT_CAUSES)
+    return _policy_template().format(labels=labels, budget=tool_budget)
+
+
+def open_database(image: bytes) -> sqlite3.Connection:
+    connection = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+    connection.deserialize(image)
+    connection.row_factory = sqlite3.Row
+    return connection
+
+
+class LedgerEnv:
+    """The agent's side of an episode: prompt, tool specs, `call`, and the record of it."""
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        *,
+        tool_budget: int = DEFAULT_TOOL_BUDGET,
+        episode_id: str | None = None,
+    ) -> None:
+        self.scenario_id = scenario.scenario_id
+        self.customer_id = scenario.customer_id
+        self.complaint = scenario.complaint
+        self.tool_budget = tool_budget
+        self.episode_id = episode_id or uuid.uuid4().hex[:12]
+        self._connection = open_database(scenario.database)
+        self._tools = BillingTools(
+            self._connection, episode_id=self.episode_id, now=scenario.opened_at
+        )
+        self._log: list[ToolRecord] = []
+        self._truncated = False
+
+    @property
+    def system_prompt(self) -> str:
+        return system_prompt(self.tool_budget)
+
+    def initial_messages(self) -> list[dict[str, Any]]:
+        return [
+            {"role": "system", "content": self.system_prompt},
+            {"role": "user", "content": self.complaint},
+        ]
+
+    @staticmethod
+    def tool_specs() -> list[dict[str, Any]]:
+        return openai_tools()
+
+    def call(self, name: str, arguments: str) -> str:
+        """Runs one tool call and returns its JSON result; never raises."""
+        if self.done:
+            reason = "findings were submitted" if self.submitted else "the tool budget is spent"
+            return json.dumps({"error": f"the episode is over: {reason}"})
+        if len(self._log) >= self.tool_budget:
+            self._truncated = True
+            return json.dumps({"error": f"tool-call budget of {self.tool_budget} exhausted"})
+        result = dispatch(self._tools, name, arguments)
+        text = json.dumps(result, ensure_ascii=False)
+        shown_name = name if isinstance(name, str) else repr(name)
+        shown_args = arguments if isinstance(arguments, str) else repr(arguments)
+        self._log.append(ToolRecord(shown_name[:200], shown_args, text, "error" in result))
+        if len(self._log) >= self.tool_budget and not self.submitted:
+            self._truncated = True
+        return text
+
+    def truncate(self) -> None:
+        """Ends the episode from outside (turn budget, a text-only reply)."""
+        if not self.submitted:
+            self._truncated = True
+
+    @property
+    def tool_log(self) -> tuple[ToolRecord, ...]:
+        return tuple(self._log)
+
+    @property
+    def tool_outputs(self) -> tuple[str, ...]:
+        return tuple(record.result for record in self._log)
+
+    @property
+    def tool_calls(self) -> int:
+        return len(self._log)
+
+    @property
+    def findings(self) -> Findings | None:
+        return self._tools.findings
+
+    @property
+    def submitted(self) -> bool:
+        return self._tools.findings is not None
+
+    @property
+    def truncated(self) -> bool:
+        return self._truncated and not self.submitted
+
+    @property
+    def done(self) -> bool:
+        return self.submitted or self._truncated
+
+    def final_database(self) -> bytes:
+        """The episode's database as it stands now (serialised image)."""
+        return self._connection.serialize()
+
+    def close(self) -> None:
+        self._connection.close()

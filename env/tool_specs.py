@@ -1,0 +1,164 @@
+"""Tool specs and dispatch, generated from the typed signatures and docstrings in `env.tools`.
+
+The model reads the docstring's first paragraph and its `Args:` lines; the JSON schema comes
+from the signature through pydantic, so the contract is written once. `dispatch` validates a
+raw JSON argument string and turns every failure into `{"error": ...}`: no tool raises.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from typing import Any, get_type_hints
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+
+from env.tool_errors import ToolError
+from env.tools import TOOL_NAMES, WRITE_TOOLS, BillingTools
+
+MAX_ARGUMENT_CHARS = 20_000
+_ARG_LINE = re.compile(r"^    (\w+): (.*)$")
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    arguments: type[BaseModel]
+    writes: bool
+
+    def openai(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": parameters_schema(self.arguments),
+            },
+        }
+
+
+def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    """Splits a Google-style docstring into its first paragraph and per-argument text."""
+    text = inspect.cleandoc(doc)
+    summary, _, rest = text.partition("\n\n")
+    body = rest.split("Args:\n", 1)[1] if "Args:\n" in rest else ""
+    args: dict[str, str] = {}
+    current = None
+    for line in body.splitlines():
+        match = _ARG_LINE.match(line)
+        if match:
+            current = match.group(1)
+            args[current] = match.group(2).strip()
+        elif current and line.startswith("        "):
+            args[current] += " " + line.strip()
+    description = " ".join(summary.split())
+    extra = rest.split("Args:\n", 1)[0].strip()
+    if extra:
+        description += " " + " ".join(extra.split())
+    return description, args
+
+
+def _arguments_model(
+    name: str, method: Callable[..., Any], docs: dict[str, str]
+) -> type[BaseModel]:
+    hints = get_type_hints(method)
+    fields: dict[str, Any] = {}
+    for param in list(inspect.signature(method).parameters.values())[1:]:
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        fields[param.name] = (hints[param.name], Field(default, description=docs[param.name]))
+    config = ConfigDict(extra="forbid")
+    return create_model(f"{name}_arguments", __config__=config, **fields)
+
+
+def _inline(schema: Any, defs: dict[str, Any]) -> Any:
+    if isinstance(schema, dict):
+        if "$ref" in schema:
+            return _inline(defs[schema["$ref"].rsplit("/", 1)[1]], defs)
+        return {k: _inline(v, defs) for k, v in schema.items() if k not in ("title", "$defs")}
+    if isinstance(schema, list):
+        return [_inline(item, defs) for item in schema]
+    return schema
+
+
+def _simplify_optional(schema: dict[str, Any]) -> dict[str, Any]:
+    """`anyOf: [X, null]` with default null -> X: optional is said by `required`, not by type."""
+    props = schema.get("properties", {})
+    for name, prop in props.items():
+        options = prop.get("anyOf")
+        if options and len(options) == 2 and {"type": "null"} in options:
+            kept = next(o for o in options if o != {"type": "null"})
+            props[name] = {
+                **kept,
+                **{k: v for k, v in prop.items() if k not in ("anyOf", "default")},
+            }
+    return schema
+
+
+def parameters_schema(model: type[BaseModel]) -> dict[str, Any]:
+    raw = model.model_json_schema()
+    schema = _inline(raw, raw.get("$defs", {}))
+    schema["additionalProperties"] = False
+    return _simplify_optional(schema)
+
+
+@cache
+def tool_specs() -> tuple[ToolSpec, ...]:
+    specs = []
+    for name in TOOL_NAMES:
+        method = getattr(BillingTools, name)
+        description, docs = parse_docstring(method.__doc__ or "")
+        model = _arguments_model(name, method, docs)
+        specs.append(ToolSpec(name, description, model, name in WRITE_TOOLS))
+    return tuple(specs)
+
+
+@cache
+def specs_by_name() -> dict[str, ToolSpec]:
+    return {spec.name: spec for spec in tool_specs()}
+
+
+def openai_tools() -> list[dict[str, Any]]:
+    return [spec.openai() for spec in tool_specs()]
+
+
+def _validation_message(name: str, exc: ValidationError) -> str:
+    problems = []
+    for error in exc.errors()[:5]:
+        where = ".".join(str(part) for part in error["loc"]) or "arguments"
+        problems.append(f"{where}: {error['msg']}")
+    accepted = ", ".join(
+        f"{field}{'' if info.is_required() else '?'}"
+        for field, info in specs_by_name()[name].arguments.model_fields.items()
+    )
+    return f"invalid arguments for {name}: {'; '.join(problems)}. Accepted: {{{accepted}}}"
+
+
+def dispatch(tools: BillingTools, name: str, raw_arguments: str) -> dict[str, Any]:
+    """Runs one tool call from raw JSON text; returns its result or `{"error": ...}`."""
+    spec = specs_by_name().get(name) if isinstance(name, str) else None
+    if spec is None:
+        shown = name[:60] if isinstance(name, str) else type(name).__name__
+        return {"error": f"unknown tool {shown!r}; available tools: {', '.join(TOOL_NAMES)}"}
+    if not isinstance(raw_arguments, str) or len(raw_arguments) > MAX_ARGUMENT_CHARS:
+        return {"error": f"arguments must be a JSON object string under {MAX_ARGUMENT_CHARS} chars"}
+    try:
+        parsed = json.loads(raw_arguments or "{}")
+    except (json.JSONDecodeError, RecursionError):
+        return {"error": f"arguments for {name} are not valid JSON; send a JSON object"}
+    if not isinstance(parsed, dict):
+        return {"error": f"arguments for {name} must be a JSON object, not {type(parsed).__name__}"}
+    try:
+        arguments = spec.arguments.model_validate(parsed)
+    except ValidationError as exc:
+        return {"error": _validation_message(name, exc)}
+    try:
+        return getattr(tools, name)(**dict(arguments))
+    except ToolError as exc:
+        return {"error": str(exc)}
+    except Exception as exc:  # a bug of ours must not end the agent's episode
+        return {"error": f"internal error in {name} ({type(exc).__name__}); try other arguments"}
