@@ -1,0 +1,37 @@
+"""Dates and times of the world: local billing dates, UTC event timestamps, monthly periods.
+
+Periods are local calendar dates with an anchor day of at most 28, so adding a month never
+clips. Timestamps are rendered as `YYYY-MM-DDTHH:MM:SSZ`, always UTC.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, time, timedelta
+from zoneinfo import ZoneInfo
+
+
+def add_months(day: date, months: int) -> date:
+    index = day.year * 12 + (day.month - 1) + months
+    return date(index // 12, index % 12 + 1, day.day)
+
+
+def utc_stamp(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def local_to_utc(day: date, at: time, timezone: str) -> str:
+    """A wall-clock time in the customer's timezone as a UTC timestamp string."""
+    return utc_stamp(datetime.combine(day, at, tzinfo=ZoneInfo(timezone)))
+
+
+def utc_to_local_date(stamp: str, timezone: str) -> date:
+    moment = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    return moment.astimezone(ZoneInfo(timezone)).date()
+
+
+def utc_date(stamp: str) -> date:
+    return date.fromisoformat(stamp[:10])
+
+
+def days(n: int) -> timedelta:
+    return timedelta(days=n)

@@ -1,0 +1,118 @@
+"""The scenario generator: (split, seed) -> Scenario, a pure function.
+
+The split decides the label, difficulty and name pool (`env.splits`); the label's builder
+makes the world and the fault; this module adds decoys, computes the truth with the billing
+engine, writes the reference solution and the complaint, and freezes the database.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from datetime import date
+from functools import lru_cache
+
+from env.builder import WorldBuilder
+from env.calendar import days, local_to_utc
+from env.complaints import render_complaint
+from env.decoys import add_decoys
+from env.faults import builder_for
+from env.faults.base import FaultOutcome, call
+from env.money import format_cents
+from env.scenario import Scenario, ToolCall, Truth
+from env.splits import split_assignment
+from env.world import freeze
+
+GENERATOR_VERSION = "billsleuth-gen-1"
+
+
+def scenario_rng(split: str, seed: int) -> random.Random:
+    digest = hashlib.sha256(f"{GENERATOR_VERSION}:{split}:{seed}".encode()).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))
+
+
+@lru_cache(maxsize=4096)
+def generate(split: str, seed: int) -> Scenario:
+    assignment = split_assignment(split, seed)
+    rng = scenario_rng(split, seed)
+    builder = WorldBuilder(rng, name_pool=assignment.name_pool, difficulty=assignment.difficulty)
+    outcome = builder_for(assignment.label)(builder)
+    add_decoys(builder, outcome)
+    draft = builder.draft
+    assert draft is not None
+    overcharges = draft.overcharges()
+    _check_outcome(outcome, overcharges)
+    last_issue = max(inv.issued_at for inv in draft.invoices)
+    opened_day = date.fromisoformat(last_issue[:10]) + days(rng.randint(2, 12))
+    opened_at = local_to_utc(opened_day, builder.work_time(), builder.customer.timezone)
+    complaint, claimed, traps = render_complaint(builder, outcome, overcharges)
+    dispute_id = builder.new_id("DSP")
+    draft.dispute = (dispute_id, opened_at, complaint)
+    truth = Truth(
+        label=outcome.label,
+        overcharges=dict(overcharges),
+        expected_credits=dict(overcharges),
+        reference=reference_solution(builder, outcome, overcharges),
+        explanation=outcome.summary,
+        traps=tuple(outcome.traps + traps),
+        claimed_amounts=claimed,
+    )
+    return Scenario(
+        scenario_id=f"{split}-{seed}",
+        split=split,
+        seed=seed,
+        difficulty=assignment.difficulty,
+        customer_id=builder.customer.id,
+        complaint=complaint,
+        opened_at=opened_at,
+        database=freeze(draft),
+        _truth=truth,
+    )
+
+
+def _check_outcome(outcome: FaultOutcome, overcharges: dict[str, int]) -> None:
+    """A builder bug must fail loudly at generation, never yield a scenario with a wrong truth."""
+    if outcome.label == "no_error":
+        if overcharges:
+            raise AssertionError(f"no_error scenario has overcharges {overcharges}")
+        return
+    if not overcharges or any(cents <= 0 for cents in overcharges.values()):
+        raise AssertionError(f"{outcome.label}: overcharges must be positive, got {overcharges}")
+
+
+def reference_solution(
+    b: WorldBuilder, outcome: FaultOutcome, overcharges: dict[str, int]
+) -> tuple[ToolCall, ...]:
+    """What a careful agent does: look, verify, credit each overcharge exactly, report."""
+    customer = b.customer.id
+    calls = [
+        call("get_customer", customer_id=customer),
+        call("list_invoices", customer_id=customer),
+    ]
+    for invoice in outcome.focus:
+        calls.append(call("get_invoice", invoice_id=invoice.id))
+    calls.append(call("get_subscription_timeline", subscription_id=outcome.story.sub.id))
+    calls.extend(outcome.evidence)
+    reason = f"Verified {outcome.label.replace('_', ' ')}"
+    for invoice_id, cents in overcharges.items():
+        calls.append(
+            call(
+                "draft_credit_note",
+                invoice_id=invoice_id,
+                amount=format_cents(cents),
+                reason=reason,
+            )
+        )
+    affected = [
+        {"invoice_id": invoice_id, "overcharge_amount": format_cents(cents)}
+        for invoice_id, cents in overcharges.items()
+    ]
+    calls.append(
+        call(
+            "submit_findings",
+            root_cause=outcome.label,
+            affected_invoices=affected,
+            summary=outcome.summary,
+        )
+    )
+    return tuple(calls)
