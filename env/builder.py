@@ -190,8 +190,11 @@ class WorldBuilder:
         trial: bool = False,
     ) -> Story:
         assert self.draft is not None
+        with_trial = trial and plan.trial_days > 0
         if anchor is None:
             anchor = add_months(date(2025, 1, self.rng.randint(1, 28)), self.rng.randrange(0, 10))
+            if with_trial:  # periods start with the trial: its first day is the anchor (<= 28)
+                anchor = anchor + days(plan.trial_days)
         sub = Subscription(
             id=self.new_id("SUB"),
             customer_id=self.customer.id,
@@ -203,8 +206,10 @@ class WorldBuilder:
         )
         story = Story(sub, plan, seats, anchor, periods, self.customer.timezone)
         start = anchor
-        if trial and plan.trial_days:
+        if with_trial:
             start = anchor - days(plan.trial_days)
+            if start.day > 28:
+                raise ValueError(f"a trial anchor must start periods on day <= 28, got {start}")
             story.trial_end = anchor
         sub.started_at = story.event(
             start, self.work_time(), "created", {"plan_id": plan.id, "seats": seats}
@@ -217,7 +222,9 @@ class WorldBuilder:
         return story
 
     def work_time(self) -> time:
-        return time(self.rng.randint(8, 18), self.rng.choice((0, 5, 15, 20, 30, 40, 45, 55)))
+        """A daytime moment whose UTC date equals its local date in every zone of the world
+        (11:00-15:59 local): only the held-out timezone class may depend on converting dates."""
+        return time(self.rng.randint(11, 15), self.rng.choice((0, 5, 15, 20, 30, 40, 45, 55)))
 
     def fill_usage(self, story: Story, *, low: float = 0.6, high: float = 1.8) -> None:
         plan = story.plan
@@ -248,8 +255,10 @@ class WorldBuilder:
             invoices.append(invoice)
         for invoice in invoices:
             self.pay(invoice)
-        story.sub.plan_id = story.plan_at(story.period(ks[-1])[0] if ks else story.anchor).id
-        story.sub.seats = story.seats_at(story.period(ks[-1])[0] if ks else story.anchor)
+        # the subscription row shows its state at the end of the last billed period
+        last_day = story.period(ks[-1])[1] - days(1) if ks else story.anchor
+        story.sub.plan_id = story.plan_at(last_day).id
+        story.sub.seats = story.seats_at(last_day)
         self.draft.invoices.sort(key=lambda inv: (inv.issued_at, inv.id))
         return invoices
 

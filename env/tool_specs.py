@@ -148,7 +148,7 @@ def dispatch(tools: BillingTools, name: str, raw_arguments: str) -> dict[str, An
         return {"error": f"arguments must be a JSON object string under {MAX_ARGUMENT_CHARS} chars"}
     try:
         parsed = json.loads(raw_arguments or "{}")
-    except (json.JSONDecodeError, RecursionError):
+    except (ValueError, RecursionError):  # ValueError also covers ints over 4300 digits
         return {"error": f"arguments for {name} are not valid JSON; send a JSON object"}
     if not isinstance(parsed, dict):
         return {"error": f"arguments for {name} must be a JSON object, not {type(parsed).__name__}"}

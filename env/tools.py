@@ -9,6 +9,7 @@ into `{"error": ...}` results so that no tool ever raises into the agent loop.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from dataclasses import replace
 from typing import Any
@@ -33,6 +34,8 @@ READ_TOOLS = (
 WRITE_TOOLS = ("draft_credit_note",)
 TERMINAL_TOOLS = ("submit_findings",)
 TOOL_NAMES = READ_TOOLS + WRITE_TOOLS + TERMINAL_TOOLS
+# Plain decimals only: "1e-999999" is a valid Decimal whose exact arithmetic runs for minutes.
+_PLAIN_RATE = re.compile(r"^-?[0-9]{1,6}(\.[0-9]{1,40})?$")
 
 
 class BillingTools(Lookups):
@@ -311,6 +314,8 @@ class BillingTools(Lookups):
 
 
 def _parse_tax_rate(text: str) -> Any:
+    if not _PLAIN_RATE.match(text.strip().removesuffix("%").strip()):
+        raise InvalidArgument(f"tax_rate {text[:40]!r} is not a decimal such as '0.0825'")
     try:
         rate = parse_rate(text[:-1]) / 100 if text.strip().endswith("%") else parse_rate(text)
     except (ArithmeticError, ValueError):
@@ -321,6 +326,8 @@ def _parse_tax_rate(text: str) -> Any:
 
 
 def _parse_fx_rate(text: str) -> Any:
+    if not _PLAIN_RATE.match(text.strip()):
+        raise InvalidArgument(f"fx_rate {text[:40]!r} is not a decimal such as '0.9214'")
     try:
         rate = parse_rate(text)
     except (ArithmeticError, ValueError):

@@ -1,0 +1,400 @@
+"""A real OpenAI-compatible chat-completions server on 127.0.0.1 that answers from a script.
+
+It stands in for vLLM or an API model so that the real client paths (`openai.AsyncOpenAI`,
+`litellm.acompletion("openai/<name>", api_base=...)`, ART's `Model.openai_client()`) run offline,
+byte for byte over HTTP. A *responder* turns each request body into one assistant turn.
+Use: `with ScriptedOpenAIServer(replay_responder([...])) as server: ... server.base_url`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import re
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+Responder = Callable[[dict[str, Any]], dict[str, Any]]
+"""Gets the parsed request body and returns an assistant turn (see `ScriptedReply`)."""
+
+ReplyTokenizer = Callable[[dict[str, Any]], list[str]]
+"""Gets the validated reply as a dict and returns the logprob token strings for it."""
+
+LOGPROB = -0.1
+
+
+class ScriptedToolCall(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="Tool name, e.g. 'get_invoice'.")
+    arguments: str = Field(
+        description="Raw arguments string sent as-is; may be malformed JSON on purpose."
+    )
+    id: str | None = Field(default=None, description="Tool call id; 'call_<hex>' when omitted.")
+
+
+class ScriptedReply(BaseModel):
+    """One assistant turn as a responder returns it; checked so a bad script fails loudly."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: str | None = None
+    tool_calls: list[ScriptedToolCall] = Field(default_factory=list)
+    finish_reason: Literal["stop", "length", "tool_calls"] | None = Field(
+        default=None, description="Defaults to 'tool_calls' when there are calls, else 'stop'."
+    )
+
+
+class ScriptExhausted(IndexError):
+    """The conversation has more assistant turns than the script has entries."""
+
+
+class _HTTPError(Exception):
+    """Ends a request with an OpenAI-style error body."""
+
+    def __init__(self, status: int, message: str, code: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.code = code
+
+
+class ScriptedOpenAIServer:
+    """Threaded HTTP server in a daemon thread; port 0 lets the OS pick a free port.
+
+    `requests` records every chat-completions body that passed the auth check, including those
+    answered with a scripted failure, so tests can count client retries.
+    """
+
+    def __init__(
+        self,
+        responder: Responder,
+        *,
+        model_name: str = "scripted",
+        fail_first: int = 0,
+        fail_status: int = 503,
+        logprobs: bool = True,
+        latency_s: float = 0.0,
+        retry_after_s: float | None = None,
+        strict_model: bool = False,
+        reply_tokenizer: ReplyTokenizer | None = None,
+    ) -> None:
+        self.responder = responder
+        self.model_name = model_name
+        self.fail_first = fail_first
+        self.fail_status = fail_status
+        self.logprobs = logprobs
+        self.latency_s = latency_s
+        self.retry_after_s = retry_after_s
+        self.strict_model = strict_model
+        self.reply_tokenizer = reply_tokenizer or whitespace_tokens
+        self._lock = threading.Lock()
+        self._requests: list[dict[str, Any]] = []
+        self._failures_left = fail_first
+        self._httpd: _ScriptedHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        if self._httpd is None:
+            raise RuntimeError("server is not running")
+        return int(self._httpd.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        """A snapshot copy: handler threads may append while the caller iterates."""
+        with self._lock:
+            return list(self._requests)
+
+    def start(self) -> ScriptedOpenAIServer:
+        if self._httpd is not None:
+            raise RuntimeError("server already started")
+        self._httpd = _ScriptedHTTPServer(("127.0.0.1", 0), _Handler, self)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.01},
+            name=f"scripted-openai-{self.port}",
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stops serving, closes kept-alive client connections, and frees the port."""
+        httpd, thread = self._httpd, self._thread
+        if httpd is None:
+            return
+        httpd.shutdown()
+        httpd.close_open_connections()
+        httpd.server_close()
+        if thread is not None:
+            thread.join(timeout=5)
+        self._httpd, self._thread = None, None
+
+    def __enter__(self) -> ScriptedOpenAIServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def handle_chat(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """Runs one chat-completions request; called from a handler thread."""
+        with self._lock:
+            self._requests.append(body)
+            failing = self._failures_left > 0
+            self._failures_left -= int(failing)
+        if self.latency_s > 0:
+            time.sleep(self.latency_s)
+        if failing:
+            raise _HTTPError(self.fail_status, f"scripted transient failure ({self.fail_status})")
+        _check_chat_body(body, self.model_name if self.strict_model else None)
+        try:
+            reply = ScriptedReply.model_validate(self.responder(body))
+        except ValidationError as error:
+            raise _HTTPError(500, f"responder returned a malformed reply: {error}") from error
+        except Exception as error:  # the responder is test code; report its failure to the client
+            raise _HTTPError(500, f"responder failed: {type(error).__name__}: {error}") from error
+        return 200, self._completion(body, reply)
+
+    def _completion(self, body: dict[str, Any], reply: ScriptedReply) -> dict[str, Any]:
+        tool_calls = [
+            {
+                "id": call.id or f"call_{uuid.uuid4().hex[:24]}",
+                "type": "function",
+                "function": {"name": call.name, "arguments": call.arguments},
+            }
+            for call in reply.tool_calls
+        ]
+        finish_reason = reply.finish_reason or ("tool_calls" if tool_calls else "stop")
+        # vLLM sends `tool_calls: []` (not null) on plain text turns; clients must cope with both.
+        message = {"role": "assistant", "content": reply.content, "tool_calls": tool_calls}
+        choice: dict[str, Any] = {"index": 0, "message": message, "finish_reason": finish_reason}
+        choice["logprobs"] = self._logprobs(reply) if self.logprobs else None
+        prompt_text = json.dumps(body.get("messages", [])) + json.dumps(body.get("tools") or [])
+        completion_text = (reply.content or "") + "".join(
+            call.name + call.arguments for call in reply.tool_calls
+        )
+        prompt_tokens = _approx_tokens(prompt_text)
+        completion_tokens = _approx_tokens(completion_text)
+        return {
+            "id": f"chatcmpl-{uuid.uuid4().hex}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model") or self.model_name,
+            "choices": [choice],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        }
+
+    def _logprobs(self, reply: ScriptedReply) -> dict[str, Any]:
+        tokens = self.reply_tokenizer(reply.model_dump())
+        return {
+            "content": [
+                {
+                    "token": token,
+                    "logprob": LOGPROB,
+                    "bytes": list(token.encode("utf-8")),
+                    "top_logprobs": [],
+                }
+                for token in tokens
+            ]
+        }
+
+    def models_body(self) -> dict[str, Any]:
+        return {
+            "object": "list",
+            "data": [
+                {"id": self.model_name, "object": "model", "created": 0, "owned_by": "scripted"}
+            ],
+        }
+
+
+def whitespace_tokens(reply: dict[str, Any]) -> list[str]:
+    """Fake tokens: the content, then each call's name and arguments, cut after whitespace.
+
+    They only have to be structurally valid logprobs. ART reads a token 'token_id:N' as id N and
+    looks any other string up in the tokenizer vocabulary, so pass a `reply_tokenizer` that
+    returns 'token_id:N' strings when a training test needs real token ids.
+    """
+    pieces = [reply.get("content") or ""]
+    for call in reply.get("tool_calls") or []:
+        pieces += [call["name"], call["arguments"]]
+    return [token for piece in pieces for token in re.findall(r"\S+\s*|\s+", piece)]
+
+
+def _approx_tokens(text: str) -> int:
+    return math.ceil(len(text) / 4)
+
+
+def _check_chat_body(body: dict[str, Any], served_model: str | None) -> None:
+    if body.get("stream"):
+        raise _HTTPError(400, "streaming is not supported by the scripted server; use stream=false")
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise _HTTPError(400, "'messages' must be a non-empty list")
+    if served_model is not None and body.get("model") != served_model:
+        message = f"The model `{body.get('model')}` does not exist."
+        raise _HTTPError(404, message, code="model_not_found")
+
+
+def _error_body(status: int, message: str, code: str | None) -> dict[str, Any]:
+    kind = {401: "authentication_error", 429: "rate_limit_error"}.get(status)
+    if kind is None:
+        kind = "server_error" if status >= 500 else "invalid_request_error"
+    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+
+
+class _ScriptedHTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(
+        self,
+        address: tuple[str, int],
+        handler: type[BaseHTTPRequestHandler],
+        scripted: ScriptedOpenAIServer,
+    ) -> None:
+        self.scripted = scripted
+        self.open_connections: set[socket.socket] = set()
+        self.connections_lock = threading.Lock()
+        super().__init__(address, handler)
+
+    def close_open_connections(self) -> None:
+        """Kept-alive client sockets would otherwise hold handler threads after shutdown."""
+        with self.connections_lock:
+            connections = list(self.open_connections)
+        for connection in connections:
+            with contextlib.suppress(OSError):  # the client may have closed it already
+                connection.shutdown(socket.SHUT_RDWR)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, like vLLM behind uvicorn
+    server: _ScriptedHTTPServer
+
+    def setup(self) -> None:
+        super().setup()
+        with self.server.connections_lock:
+            self.server.open_connections.add(self.connection)
+
+    def finish(self) -> None:
+        with self.server.connections_lock:
+            self.server.open_connections.discard(self.connection)
+        super().finish()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # keep test output clean
+
+    def do_GET(self) -> None:
+        path = self.path.split("?")[0].rstrip("/")
+        if path == "/health":
+            self._send(200, {})
+        elif not self._authorized():
+            return
+        elif path == "/v1/models":
+            self._send(200, self.server.scripted.models_body())
+        else:
+            self._send_error(_HTTPError(404, f"no route GET {self.path}"))
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        if not self._authorized():
+            return
+        if self.path.split("?")[0].rstrip("/") != "/v1/chat/completions":
+            self._send_error(_HTTPError(404, f"no route POST {self.path}"))
+            return
+        try:
+            body = json.loads(raw)
+            if not isinstance(body, dict):
+                raise ValueError("body is not a JSON object")
+        except ValueError as error:
+            self._send_error(_HTTPError(400, f"request body is not valid JSON: {error}"))
+            return
+        try:
+            status, payload = self.server.scripted.handle_chat(body)
+        except _HTTPError as error:
+            self._send_error(error)
+            return
+        self._send(status, payload)
+
+    def _authorized(self) -> bool:
+        if self.headers.get("Authorization"):
+            return True
+        message = "You didn't provide an API key (Authorization: Bearer <key>)."
+        self._send_error(_HTTPError(401, message, code="invalid_api_key"))
+        return False
+
+    def _send_error(self, error: _HTTPError) -> None:
+        headers = {}
+        retry_after = self.server.scripted.retry_after_s
+        if retry_after is not None and error.status in (429, 503):
+            headers["retry-after-ms"] = str(int(retry_after * 1000))
+            headers["retry-after"] = str(math.ceil(retry_after))
+        self._send(error.status, _error_body(error.status, error.message, error.code), headers)
+
+    def _send(
+        self, status: int, payload: Mapping[str, Any], headers: Mapping[str, str] | None = None
+    ) -> None:
+        data = json.dumps(payload).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def replay_responder(script: list[dict[str, Any]]) -> Responder:
+    """Answers the i-th assistant turn with script[i], i = assistant messages already sent.
+
+    Stateless (the turn index comes from the request), so concurrent conversations and client
+    retries replay the same turn.
+    """
+
+    def respond(body: dict[str, Any]) -> dict[str, Any]:
+        turn = sum(1 for m in body.get("messages", []) if m.get("role") == "assistant")
+        if turn >= len(script):
+            raise ScriptExhausted(f"script has {len(script)} turns; asked for turn {turn + 1}")
+        return dict(script[turn])
+
+    return respond
+
+
+def tool_call(name: str, arguments: Mapping[str, Any] | str) -> dict[str, Any]:
+    """One scripted call; a string is sent untouched, so malformed JSON can be scripted."""
+    text = arguments if isinstance(arguments, str) else json.dumps(dict(arguments))
+    return {"name": name, "arguments": text}
+
+
+def tool_call_turn(
+    name: str, arguments: Mapping[str, Any] | str, *, content: str | None = None
+) -> dict[str, Any]:
+    """An assistant turn making a single tool call."""
+    return {"content": content, "tool_calls": [tool_call(name, arguments)]}
+
+
+def text_turn(content: str) -> dict[str, Any]:
+    """An assistant turn with text only (finish_reason 'stop')."""
+    return {"content": content, "tool_calls": []}

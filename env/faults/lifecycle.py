@@ -1,0 +1,339 @@
+"""seat_count_mismatch, billed_after_cancellation, trial_period_charged: lifecycle events
+(a seat change, a cancellation, a free trial) that billing did not follow.
+
+Each story records the event on the timeline at a working hour (never near local midnight,
+which is the held-out timezone class), bills correctly, then bills too many seats, issues
+invoices after the cancellation (`correct=None`), or charges trial days. The evidence is a
+recompute with the input the timeline shows, or the total of an invoice that should not exist.
+"""
+
+from __future__ import annotations
+
+from datetime import date, time
+from typing import Any
+
+from env.builder import WorldBuilder
+from env.calendar import days, local_to_utc
+from env.faults.base import FaultOutcome, call, recompute
+from env.faults.common import periods_for, seats_for
+from env.faults.plan_changes import day_inside, join_items, overcharge_text, record_event
+from env.money import format_cents
+from env.story import Story
+from env.world import Event, Invoice, Plan
+
+SEAT_VARIANTS = ("reduction_ignored", "increase_double_counted", "reduction_reverted")
+CANCEL_VARIANTS = ("next_period_billed", "kept_billing")
+TRIAL_VARIANTS = ("trial_days_charged", "trial_shortened", "extended_trial")
+CANCEL_REASONS = ("too_expensive", "switched_provider", "project_ended", "missing_features")
+
+
+def change_seats(b: WorldBuilder, story: Story, k: int, to: int) -> Event:
+    """Seats changed inside period k, effective when period k+1 starts."""
+    day = day_inside(b, story, k, head=2, tail=4)
+    details = {"from_seats": story.seats_at(day), "to_seats": to, "effective": "next_period"}
+    story.seat_changes.append((story.period(k + 1)[0], to))
+    return record_event(b, story, day, "seats_changed", details)
+
+
+def _was(items: list[Invoice]) -> str:
+    return "was" if len(items) == 1 else "were"
+
+
+# seat_count_mismatch -------------------------------------------------------------------------
+def seat_count_mismatch(b: WorldBuilder) -> FaultOutcome:
+    b.make_customer()
+    plans = b.make_catalog()
+    plan = b.pick([p for p in plans.values() if p.per_seat])
+    variant = b.pick(SEAT_VARIANTS)
+    change_k, count, tail = _seat_layout(b, variant)
+    first_bad = change_k + (2 if variant == "reduction_reverted" else 1)
+    story = b.make_story(plan, seats=b.rng.randint(6, 40), periods=first_bad + count + tail)
+    traps = []
+    decoy_k = None
+    if b.difficulty != "L1":  # a seat change that did take effect on time
+        decoy_k = b.rng.randrange(0, change_k)
+        change_seats(b, story, decoy_k, story.seats + b.pick((-3, -2, 2, 3, 5)))
+        traps.append("correct_seat_change_decoy")
+    before = story.seats_at(story.period(change_k)[0])
+    if variant == "increase_double_counted":
+        after = before + b.rng.randint(1, 8)
+        billed = 2 * after - before  # the added seats counted twice
+    else:
+        after = before - b.rng.randint(1, min(10, before - 1))
+        billed = before
+    event = change_seats(b, story, change_k, after)
+    if b.difficulty == "L3":  # an announced price rise, billed correctly
+        effective = story.period(b.rng.randint(1, story.periods - 1))[0]
+        b.raise_price(plan, effective, percent=b.rng.randint(4, 12))
+        traps.append("price_change_decoy")
+    invoices = b.bill(story)
+    victims = invoices[first_bad : first_bad + count]
+    for invoice in victims:
+        b.rebill(invoice, seats=billed)
+    focus = list(victims)
+    if variant == "reduction_reverted":
+        focus.append(invoices[change_k + 1])
+    if decoy_k is not None:
+        focus.append(invoices[decoy_k + 1])
+    overs = [f"{overcharge_text(inv)} on {inv.id}" for inv in victims]
+    summary = (
+        f"The seats_changed event at {event.occurred_at} changed {story.sub.id} from {before} "
+        f"to {after} seats from the next period ({story.period(change_k + 1)[0].isoformat()}), "
+        f"but {join_items([inv.id for inv in victims])} {_was(victims)} billed for {billed} "
+        f"seats. Recomputed with {after} seats: overcharged {join_items(overs)} "
+        f"({victims[0].billed.currency}), credited."
+    )
+    if variant == "reduction_reverted":
+        summary += f" Invoice {invoices[change_k + 1].id} had the {after} seats right."
+    return FaultOutcome(
+        label="seat_count_mismatch",
+        story=story,
+        focus=focus,
+        evidence=[recompute(inv, seats=after) for inv in victims],
+        summary=summary,
+        slots={"invoice_id": victims[0].id, "seats": str(after), "billed_seats": str(billed)},
+        traps=traps,
+        variant=variant,
+    )
+
+
+def _seat_layout(b: WorldBuilder, variant: str) -> tuple[int, int, int]:
+    """(period of the change, invoices billed wrong, correct invoices after them)."""
+    if b.difficulty == "L1":  # one to three invoices in all
+        if variant == "reduction_reverted":
+            return 0, 1, 0
+        count = b.rng.randint(1, 2)
+        return 0, count, b.rng.randint(0, 2 - count)
+    return b.rng.randint(1, 2), b.rng.randint(1, 3), b.rng.randint(0, 1)
+
+
+# billed_after_cancellation -------------------------------------------------------------------
+def billed_after_cancellation(b: WorldBuilder) -> FaultOutcome:
+    b.make_customer()
+    plan = b.pick(b.make_catalog().values())
+    variant = b.pick(CANCEL_VARIANTS)
+    extra = (
+        1 if variant == "next_period_billed" else b.rng.randint(2, 2 if b.difficulty == "L1" else 3)
+    )
+    legit = b.rng.randint(1, 3 - extra) if b.difficulty == "L1" else periods_for(b)
+    story = b.make_story(plan, seats=seats_for(b, plan), periods=legit)
+    if plan.overage_unit_price_cents:
+        b.fill_usage(story)
+    traps = []
+    withdrawn_k = None
+    if legit >= 2 and (b.difficulty == "L3" or (b.difficulty == "L2" and b.rng.random() < 0.5)):
+        withdrawn_k = b.rng.randrange(0, legit - 1)
+        _withdrawn_cancel(b, story, withdrawn_k)
+        traps.append("withdrawn_cancel_decoy")
+    day = day_inside(b, story, legit - 1, head=1, tail=7)
+    reason = b.pick(CANCEL_REASONS)
+    record_event(
+        b, story, day, "cancel_requested", {"effective": "at_period_end", "reason": reason}
+    )
+    confirmed_on = day + days(b.rng.randint(1, 2))
+    canceled = record_event(b, story, confirmed_on, "canceled", {"effective": "at_period_end"})
+    story.cancel_effective = story.period(legit)[0]
+    invoices = b.bill(story)
+    story.sub.status = "canceled"
+    unwanted = [_unwanted_invoice(b, story, k) for k in range(legit, legit + extra)]
+    focus = list(unwanted)
+    if b.difficulty != "L1":  # the last legitimate invoice, from before the cancellation
+        focus.append(invoices[-1])
+        traps.append("final_period_decoy")
+    if withdrawn_k is not None and invoices[withdrawn_k + 1] not in focus:
+        focus.append(invoices[withdrawn_k + 1])
+    totals = [f"{format_cents(inv.billed_amounts().total_cents)} on {inv.id}" for inv in unwanted]
+    return FaultOutcome(
+        label="billed_after_cancellation",
+        story=story,
+        focus=focus,
+        evidence=[
+            call("list_payments", customer_id=b.customer.id, invoice_id=inv.id) for inv in unwanted
+        ],
+        summary=(
+            f"{story.sub.id} was canceled at {canceled.occurred_at}, effective at the end of the "
+            f"period ending {story.cancel_effective.isoformat()}, yet "
+            f"{join_items([inv.id for inv in unwanted])} {_was(unwanted)} issued for the "
+            f"period(s) after it and paid. No invoice should exist there; the full totals "
+            f"({join_items(totals)}, {unwanted[0].billed.currency}) are credited."
+        ),
+        slots={"invoice_id": unwanted[0].id, "cancel_date": day.isoformat()},
+        traps=traps,
+        variant=variant,
+    )
+
+
+def _withdrawn_cancel(b: WorldBuilder, story: Story, k: int) -> None:
+    """A cancellation requested and withdrawn inside period k: billing rightly went on."""
+    day = day_inside(b, story, k, head=2, tail=8)
+    details = {"effective": "at_period_end", "reason": b.pick(CANCEL_REASONS)}
+    record_event(b, story, day, "cancel_requested", details)
+    later = day + days(b.rng.randint(1, 4))
+    record_event(b, story, later, "renewed", {"cancel_request_withdrawn": True})
+
+
+def _unwanted_invoice(b: WorldBuilder, story: Story, k: int) -> Invoice:
+    """An invoice for period k that a correct billing system never issues; paid like any other."""
+    assert b.draft is not None
+    inputs = story.inputs(k, b)
+    at = time(b.rng.randint(1, 6), 0)
+    invoice = Invoice(
+        id=b.new_id("INV"),
+        customer_id=b.customer.id,
+        subscription_id=story.sub.id,
+        issued_at=local_to_utc(inputs.period_start, at, story.timezone),
+        correct=None,
+        billed=inputs,
+    )
+    b.draft.invoices.append(invoice)
+    b.draft.invoices.sort(key=lambda inv: (inv.issued_at, inv.id))
+    b.pay(invoice)
+    return invoice
+
+
+# trial_period_charged ------------------------------------------------------------------------
+def start_trial(b: WorldBuilder, story: Story, trial_end: date, details: dict[str, Any]) -> Event:
+    """trial_started with the created event, trial_ended on `trial_end` at a working hour.
+
+    `WorldBuilder.make_story(trial=True)` stamps both at local midnight, which would make
+    these scenarios look like the held-out timezone class; so the trial is laid out here.
+    """
+    story.trial_end = trial_end
+    story.sub.events.append(Event(story.sub.started_at, "trial_started", details))
+    return record_event(b, story, trial_end, "trial_ended", {})
+
+
+def trial_period_charged(b: WorldBuilder) -> FaultOutcome:
+    b.make_customer()
+    plans = b.make_catalog()
+    variant = b.pick(TRIAL_VARIANTS)
+    extended = variant == "extended_trial"
+    story, whole, ended = _trial_story(b, plans, extended)
+    plan, start, trial_end = story.plan, story.anchor, story.trial_end
+    assert trial_end is not None
+    length = (trial_end - start).days
+    invoices = b.bill(story)
+    victims = invoices[:whole] if extended else invoices[:1]
+    for k, invoice in enumerate(victims):
+        b.rebill(invoice, proration_start=_billed_trial_start(b, variant, plan, start, k))
+        if extended:
+            invoice.correct = None  # a period wholly inside the trial is never invoiced
+    focus = list(victims)
+    traps = []
+    if b.difficulty != "L1" and len(invoices) > len(victims):
+        focus.append(invoices[len(victims)])  # the first invoice after the trial, correct
+        traps.append("post_trial_invoice_decoy")
+    evidence = [recompute(inv, proration_start=trial_end.isoformat()) for inv in victims]
+    if b.difficulty == "L3":
+        decoy_story, decoy_invoice, decoy_end = _trial_decoy(b, plan, plans)
+        focus.append(decoy_invoice)
+        evidence.append(call("get_subscription_timeline", subscription_id=decoy_story.sub.id))
+        evidence.append(recompute(decoy_invoice, proration_start=decoy_end.isoformat()))
+        traps.append("trial_decoy_subscription")
+    return FaultOutcome(
+        label="trial_period_charged",
+        story=story,
+        focus=focus,
+        evidence=evidence,
+        summary=_trial_summary(story, ended, victims, trial_end, length, extended),
+        slots={
+            "invoice_id": victims[0].id,
+            "trial_days": str(length),
+            "start_date": start.isoformat(),
+        },
+        traps=traps,
+        variant=variant,
+    )
+
+
+def _trial_story(
+    b: WorldBuilder, plans: dict[str, Plan], extended: bool
+) -> tuple[Story, int, Event]:
+    """The main subscription and its trial: (story, periods wholly inside it, trial_ended).
+
+    An extended trial runs past the first period (and at L2/L3 sometimes the second) and ends
+    inside the next one. Metered plans are left out there: their usage would muddle "the whole
+    invoice should not exist".
+    """
+    options = [
+        p for p in plans.values() if p.trial_days and not (extended and p.overage_unit_price_cents)
+    ]
+    plan = b.pick(options)
+    whole = (1 if b.difficulty == "L1" or b.rng.random() < 0.6 else 2) if extended else 0
+    if b.difficulty == "L1":
+        periods = whole + 1 + b.rng.randint(0, 1) if extended else b.rng.randint(1, 3)
+    else:
+        periods = max(periods_for(b), whole + 2)
+    story = b.make_story(plan, seats=seats_for(b, plan), periods=periods)
+    if plan.overage_unit_price_cents:
+        b.fill_usage(story)
+    if not extended:
+        trial_end = story.anchor + days(plan.trial_days)
+        return story, whole, start_trial(b, story, trial_end, {"trial_days": plan.trial_days})
+    trial_end = day_inside(b, story, whole, head=3, tail=5)
+    details = {
+        "trial_days": (trial_end - story.anchor).days,
+        "standard_trial_days": plan.trial_days,
+        "extended": True,
+    }
+    return story, whole, start_trial(b, story, trial_end, details)
+
+
+def _billed_trial_start(
+    b: WorldBuilder, variant: str, plan: Plan, start: date, k: int
+) -> date | None:
+    """Where the faulty bill started charging: the period start, or too early in the trial."""
+    if variant == "trial_shortened":
+        return start + days(b.rng.randint(1, plan.trial_days - 3))
+    if variant == "extended_trial" and k == 0 and b.rng.random() < 0.5:
+        return start + days(plan.trial_days)  # the standard trial, ignoring the extension
+    return None
+
+
+def _trial_decoy(
+    b: WorldBuilder, main: Plan, plans: dict[str, Plan]
+) -> tuple[Story, Invoice, date]:
+    """A second subscription whose trial was billed correctly (prorated from its end)."""
+    options = [
+        p
+        for p in plans.values()
+        if p.trial_days and not p.overage_unit_price_cents and p.id != main.id
+    ]
+    plan = b.pick(options)
+    story = b.make_story(plan, seats=seats_for(b, plan), periods=b.rng.randint(2, 3))
+    trial_end = story.anchor + days(plan.trial_days)
+    start_trial(b, story, trial_end, {"trial_days": plan.trial_days})
+    return story, b.bill(story)[0], trial_end
+
+
+def _trial_summary(
+    story: Story,
+    ended: Event,
+    victims: list[Invoice],
+    trial_end: date,
+    length: int,
+    extended: bool,
+) -> str:
+    currency = victims[0].billed.currency
+    ids = join_items([inv.id for inv in victims])
+    if extended:
+        totals = [
+            f"{format_cents(inv.billed_amounts().total_cents)} on {inv.id}" for inv in victims
+        ]
+        return (
+            f"{story.sub.id} had an extended {length}-day free trial ending at "
+            f"{ended.occurred_at} (first charged day {trial_end.isoformat()} local), so the "
+            f"period of {ids} lay wholly inside the trial: recomputed with proration_start "
+            f"{trial_end.isoformat()} it comes to 0.00. Totals {join_items(totals)} "
+            f"({currency}) are credited in full."
+        )
+    victim = victims[0]
+    charged_from = (victim.billed.proration_start or victim.billed.period_start).isoformat()
+    return (
+        f"{story.sub.id} started with a {length}-day free trial; trial_ended at "
+        f"{ended.occurred_at} makes {trial_end.isoformat()} the first charged day, but invoice "
+        f"{victim.id} charged from {charged_from}. Recomputed with proration_start "
+        f"{trial_end.isoformat()} it totals {format_cents(victim.correct_total_cents())} instead "
+        f"of {format_cents(victim.billed_amounts().total_cents)} {currency}; the "
+        f"{overcharge_text(victim)} {currency} difference is credited."
+    )

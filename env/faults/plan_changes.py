@@ -1,0 +1,264 @@
+"""proration_error and downgrade_not_applied: plan changes billed at the wrong date or plan.
+
+Both stories move a subscription between a cheaper and a dearer plan (Team < Business per seat,
+or Starter < Team when the seats make it so), so every fault overcharges by construction.
+proration_error records the wrong `plan_change_date` for an immediate change; a careful agent
+recomputes with the local date of the plan_changed event. downgrade_not_applied keeps billing
+the old plan after a downgrade scheduled at period end; the agent recomputes with the new plan.
+Checked by `.venv/bin/python -m pytest tests/env/test_faults_plan_changes.py`.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Any
+
+from env.builder import WorldBuilder
+from env.calendar import days
+from env.faults.base import FaultOutcome, recompute
+from env.faults.common import periods_for, seats_for
+from env.money import format_cents
+from env.story import Story, plan_terms
+from env.world import Event, Invoice, Plan
+
+PRORATION_VARIANTS = ("change_at_period_start", "change_backdated", "downgrade_applied_late")
+DOWNGRADE_VARIANTS = ("never_applied", "applied_late")
+MIN_SHIFT_DAYS = 3  # a one-day shift is the held-out timezone class; ours are clearly longer
+
+
+def day_inside(b: WorldBuilder, story: Story, k: int, *, head: int = 3, tail: int = 3) -> date:
+    """A local day of period k, `head` days after its start and `tail` days before its end."""
+    start, end = story.period(k)
+    return start + days(b.rng.randint(head, (end - start).days - tail))
+
+
+def change_now(b: WorldBuilder, story: Story, day: date, to: Plan) -> Event:
+    """An immediate plan change on a local day: billed prorated from that day."""
+    before = story.plan_at(day)
+    story.plan_changes.append((day, to))
+    details = {"from_plan_id": before.id, "to_plan_id": to.id, "effective": "immediately"}
+    return record_event(b, story, day, "plan_changed", details)
+
+
+def schedule_change(b: WorldBuilder, story: Story, k: int, to: Plan) -> Event:
+    """A change requested inside period k that takes effect when period k+1 starts."""
+    day = day_inside(b, story, k, head=2, tail=4)
+    before = story.plan_at(day)
+    story.plan_changes.append((story.period(k + 1)[0], to))
+    details = {"from_plan_id": before.id, "to_plan_id": to.id, "effective": "at_period_end"}
+    return record_event(b, story, day, "plan_changed", details)
+
+
+def settle_plan(story: Story) -> None:
+    """The subscription's plan as it stands after the last period, mid-period changes included.
+
+    `WorldBuilder.bill` records the plan at the last period's start, which misses a change
+    made inside the last period; the timeline must show the plan the customer is on now.
+    """
+    story.sub.plan_id = story.plan_at(story.period(story.periods - 1)[1]).id
+
+
+def record_event(
+    b: WorldBuilder, story: Story, day: date, kind: str, details: dict[str, Any]
+) -> Event:
+    """Stamps an event at a working hour (far from local midnight) and returns it."""
+    stamp = story.event(day, b.work_time(), kind, details)
+    return next(e for e in reversed(story.sub.events) if e.occurred_at == stamp and e.type == kind)
+
+
+def join_items(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def overcharge_text(invoice: Invoice) -> str:
+    return format_cents(invoice.billed_amounts().total_cents - invoice.correct_total_cents())
+
+
+# proration_error ----------------------------------------------------------------------------
+def proration_error(b: WorldBuilder) -> FaultOutcome:
+    b.make_customer()
+    plans = b.make_catalog()
+    cheap, dear = plans["TEAM"], plans["BUSINESS"]
+    variant = b.pick(PRORATION_VARIANTS)
+    upgrade = variant != "downgrade_applied_late"
+    before, after = (cheap, dear) if upgrade else (dear, cheap)
+    with_decoy = b.difficulty != "L1"
+    periods = periods_for(b, 2 if with_decoy else 1)
+    fault_k, *rest = b.rng.sample(range(periods), 2 if with_decoy else 1)
+    decoy_k = rest[0] if rest else None
+    first = after if decoy_k is not None and decoy_k < fault_k else before
+    story = b.make_story(first, seats=seats_for(b, first), periods=periods)
+    head, tail = {"change_backdated": (6, 3), "downgrade_applied_late": (3, 6)}.get(variant, (3, 3))
+    changes: dict[int, date] = {}
+    for k in sorted(x for x in (fault_k, decoy_k) if x is not None):
+        to = after if k == fault_k else before
+        changes[k] = day_inside(b, story, k, head=head if k == fault_k else 3, tail=tail)
+        change_now(b, story, changes[k], to)
+    traps = ["correct_proration_decoy"] if with_decoy else []
+    if b.difficulty == "L3":
+        _seat_change_decoy(b, story)
+        traps.append("seat_change_decoy")
+    invoices = b.bill(story)
+    settle_plan(story)
+    victim, day = invoices[fault_k], changes[fault_k]
+    wrong = _wrong_change_date(b, variant, victim, day)
+    b.rebill(victim, plan_change_date=wrong)
+    evidence = [recompute(victim, plan_change_date=day.isoformat())]
+    focus = [victim]
+    if decoy_k is not None:
+        focus.append(invoices[decoy_k])
+        evidence.append(recompute(invoices[decoy_k], plan_change_date=changes[decoy_k].isoformat()))
+    return FaultOutcome(
+        label="proration_error",
+        story=story,
+        focus=focus,
+        evidence=evidence,
+        summary=_proration_summary(b, story, victim, day, wrong, before, after, focus[1:]),
+        slots={
+            "invoice_id": victim.id,
+            "change_date": day.isoformat(),
+            "old_plan": before.name,
+            "new_plan": after.name,
+        },
+        traps=traps,
+        variant=variant,
+    )
+
+
+def _wrong_change_date(b: WorldBuilder, variant: str, victim: Invoice, day: date) -> date:
+    start, end = victim.billed.period_start, victim.billed.period_end
+    if variant == "change_at_period_start":
+        return start  # the new plan billed for the whole period
+    if variant == "change_backdated":
+        return day - days(b.rng.randint(MIN_SHIFT_DAYS, (day - start).days - 1))
+    if b.rng.random() < 0.5:
+        return end  # the dearer old plan billed for the whole period
+    return day + days(b.rng.randint(MIN_SHIFT_DAYS, (end - day).days - 1))
+
+
+def _seat_change_decoy(b: WorldBuilder, story: Story) -> None:
+    """A seat change requested mid-period that correctly took effect at the next period."""
+    k = b.rng.randrange(0, max(1, story.periods - 1))
+    day = day_inside(b, story, k, head=2, tail=4)
+    seats = story.seats_at(day)
+    new = max(1, seats + b.pick((-2, -1, 1, 2, 3)))
+    if new == seats:
+        new = seats + 1
+    story.seat_changes.append((story.period(k + 1)[0], new))
+    details = {"from_seats": seats, "to_seats": new, "effective": "next_period"}
+    record_event(b, story, day, "seats_changed", details)
+
+
+def _proration_summary(
+    b: WorldBuilder,
+    story: Story,
+    victim: Invoice,
+    day: date,
+    wrong: date,
+    before: Plan,
+    after: Plan,
+    decoys: list[Invoice],
+) -> str:
+    currency = victim.billed.currency
+    correct = format_cents(victim.correct_total_cents())
+    text = (
+        f"Subscription {story.sub.id} changed immediately from {before.name} ({before.id}) to "
+        f"{after.name} ({after.id}) on {day.isoformat()} in the customer's timezone "
+        f"({b.customer.timezone}), but invoice {victim.id} recorded plan_change_date "
+        f"{wrong.isoformat()}. Recomputed with plan_change_date {day.isoformat()} it totals "
+        f"{correct} instead of {format_cents(victim.billed_amounts().total_cents)} {currency}; "
+        f"the {overcharge_text(victim)} {currency} difference is credited."
+    )
+    if decoys:
+        text += f" The other plan change on invoice {decoys[0].id} was prorated correctly."
+    return text
+
+
+# downgrade_not_applied ---------------------------------------------------------------------
+def downgrade_not_applied(b: WorldBuilder) -> FaultOutcome:
+    b.make_customer()
+    plans = b.make_catalog()
+    variant = b.pick(DOWNGRADE_VARIANTS)
+    old, new, seats = _downgrade_pair(b, plans)
+    with_decoy = b.difficulty != "L1"
+    late = variant == "applied_late"
+    request_k, count = _downgrade_layout(b, late)
+    periods = request_k + 1 + count + (1 if late else 0)
+    story = b.make_story(new if with_decoy else old, seats=seats, periods=periods)
+    traps = []
+    upgrade_k = upgrade_day = None
+    if with_decoy:  # near miss: an earlier upgrade, prorated correctly
+        upgrade_k = b.rng.randrange(0, request_k)
+        upgrade_day = day_inside(b, story, upgrade_k)
+        change_now(b, story, upgrade_day, old)
+        traps.append("correct_proration_decoy")
+    event = schedule_change(b, story, request_k, new)
+    if b.difficulty == "L3":  # near miss: the new plan's announced price rise, billed right
+        effective = story.period(b.rng.randint(request_k + 1, periods - 1))[0]
+        b.raise_price(new, effective, percent=b.rng.randint(4, 12))
+        traps.append("price_change_decoy")
+    invoices = b.bill(story)
+    settle_plan(story)
+    victims = invoices[request_k + 1 : request_k + 1 + count]
+    for invoice in victims:
+        b.rebill(invoice, plan=plan_terms(old, invoice.billed.period_start))
+    focus = list(victims)
+    evidence = [recompute(invoice, plan_id=new.id) for invoice in victims]
+    if late:
+        focus.append(invoices[request_k + 1 + count])
+    if upgrade_k is not None and upgrade_day is not None:
+        focus.append(invoices[upgrade_k])
+        evidence.append(recompute(invoices[upgrade_k], plan_change_date=upgrade_day.isoformat()))
+    return FaultOutcome(
+        label="downgrade_not_applied",
+        story=story,
+        focus=focus,
+        evidence=evidence,
+        summary=_downgrade_summary(story, event, old, new, victims),
+        slots={
+            "invoice_id": victims[0].id,
+            "old_plan": old.name,
+            "new_plan": new.name,
+            "downgrade_month": story.period(request_k)[1].strftime("%B %Y"),
+        },
+        traps=traps,
+        variant=variant,
+    )
+
+
+def _downgrade_pair(b: WorldBuilder, plans: dict[str, Plan]) -> tuple[Plan, Plan, int]:
+    """(old, new, seats): Business -> Team, or Team -> Starter when Starter is clearly cheaper.
+
+    Only the new plan's price may rise later (by at most 12 %), so the margin keeps the old
+    plan dearer in every period.
+    """
+    team, starter = plans["TEAM"], plans["STARTER"]
+    seats = seats_for(b, team)
+    team_cost = team.prices[0][0] * seats
+    if b.rng.random() < 0.3 and team_cost > starter.prices[0][0] * 115 // 100:
+        return team, starter, seats
+    return plans["BUSINESS"], team, seats
+
+
+def _downgrade_layout(b: WorldBuilder, late: bool) -> tuple[int, int]:
+    """(period of the request, how many periods were billed at the old plan)."""
+    if b.difficulty == "L1":  # one to three invoices in all
+        count = 1 if late else b.rng.randint(1, 2)
+        return (b.rng.randint(0, 2 - count - (1 if late else 0)), count)
+    return b.rng.randint(1, 2), b.rng.randint(1, 3)
+
+
+def _downgrade_summary(
+    story: Story, event: Event, old: Plan, new: Plan, victims: list[Invoice]
+) -> str:
+    currency = victims[0].billed.currency
+    effective = victims[0].billed.period_start.isoformat()
+    overs = [f"{overcharge_text(inv)} on {inv.id}" for inv in victims]
+    return (
+        f"The plan_changed event at {event.occurred_at} scheduled a downgrade of {story.sub.id} "
+        f"from {old.name} ({old.id}) to {new.name} ({new.id}) at period end, effective "
+        f"{effective}, but {join_items([inv.id for inv in victims])} "
+        f"{'was' if len(victims) == 1 else 'were'} still billed on "
+        f"{old.name}. Recomputed with {new.id}: overcharged {join_items(overs)} ({currency}), "
+        "credited."
+    )

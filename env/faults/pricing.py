@@ -1,0 +1,356 @@
+"""coupon_not_applied, usage_overage_miscalculated, currency_conversion_error: a price input.
+
+Each builder sets the real terms (a coupon, usage records, fx rates) before billing, so the
+correct invoices follow them, then rebills the victims from one wrong input: no coupon, the
+wrong usage units or included units, another date's or an inverted fx rate. L3 adds near
+misses: a coupon used up or expired, a legitimate usage spike, a legitimate fx jump.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, date, datetime, time
+from fractions import Fraction
+from zoneinfo import ZoneInfo
+
+from env.billing import compute_invoice
+from env.builder import WorldBuilder, data
+from env.calendar import days
+from env.faults.base import FaultOutcome, recompute
+from env.faults.tax import (
+    invoice_words,
+    invoices_by_start,
+    join_words,
+    overcharge,
+    period_starts,
+    unbilled_story,
+    victim_count,
+)
+from env.money import format_cents, format_rate, parse_rate
+from env.story import Story
+from env.world import Coupon, Invoice
+
+PERCENTS = (10, 15, 20, 25, 30, 40, 50)
+AMOUNTS_OFF = (500, 1000, 1500, 2000, 2500, 5000)  # USD cents
+
+
+def _run(b: WorldBuilder, allowed: list[int]) -> list[int]:
+    """A run of consecutive indexes taken from `allowed` (sorted): the invoices a fault hits."""
+    count = victim_count(b, len(allowed))
+    head = b.rng.randrange(len(allowed))
+    run = [allowed[head]]
+    while len(run) < count and head + len(run) < len(allowed):
+        nxt = allowed[head + len(run)]
+        if nxt != run[-1] + 1:
+            break
+        run.append(nxt)
+    return run
+
+
+# coupon_not_applied -------------------------------------------------------------------------
+
+
+def coupon_not_applied(b: WorldBuilder) -> FaultOutcome:
+    b.make_customer()
+    story = unbilled_story(b, minimum_periods=4 if b.difficulty == "L3" else 1)
+    starts = period_starts(story)
+    n = len(starts)
+    traps: list[str] = []
+    near = b.pick(("used_up", "expired")) if b.difficulty == "L3" else ""
+    if b.difficulty == "L1":
+        first = 0 if b.rng.random() < 0.7 else b.rng.randrange(n)
+    else:
+        first = b.rng.randint(0, min(1, n - 2) if near else n - 1)
+    end = n - 1  # last period the coupon can cover
+    if near:
+        end = b.rng.randint(first, n - 2)
+    duration, count = _coupon_duration(b, near, end - first + 1)
+    coupon_from, applied_at = _coupon_day(b, story, starts, first)
+    # window edges stay 2+ days from period starts: a UTC issue date must read the same
+    valid_from = coupon_from - days(b.rng.randint(2, 60))
+    if near == "expired":
+        valid_until = starts[end] + days(b.rng.randint(1, (starts[end + 1] - starts[end]).days - 2))
+    else:
+        valid_until = date(starts[-1].year + b.rng.randint(0, 1), 12, 31)
+    # a fixed amount stays well under the smallest subtotal: a 0.00 invoice reads as a bug
+    quantity = story.seats if story.plan.per_seat else 1
+    amounts = [a for a in AMOUNTS_OFF if 2 * a <= story.plan.prices[0][0] * quantity]
+    off = b.pick(amounts) if amounts and b.rng.random() < 0.25 else None
+    coupon = b.new_coupon(
+        duration=duration,
+        periods=count,
+        valid_from=valid_from,
+        valid_until=valid_until,
+        percent=None if off else b.pick(PERCENTS),
+        amount_off_cents=off,
+    )
+    story.coupon, story.coupon_from = coupon, coupon_from
+    story.sub.coupon_code = coupon.code
+    story.event(coupon_from, applied_at, "coupon_applied", {"coupon_code": coupon.code})
+    invoices = b.bill(story)
+    by_start = invoices_by_start(invoices)
+    applied = [k for k in range(n) if story.coupon_applies(k)]
+    victims = [by_start[starts[k]] for k in _run(b, applied)]
+    for invoice in victims:
+        b.rebill(invoice, coupon=None)
+    decoys: list[Invoice] = []
+    if first > 0 and b.difficulty != "L1":
+        decoys.append(by_start[starts[first - 1]])
+        traps.append("invoice_before_coupon")
+    if near:
+        decoys.append(by_start[starts[applied[-1] + 1]])
+        traps.append(f"coupon_{near}")
+    cur = b.customer.currency
+    differences = join_words([format_cents(overcharge(inv)) for inv in victims])
+    summary = (
+        f"Subscription {story.sub.id} has coupon {coupon.code} ({_terms(coupon)}, "
+        f"{_lasting(coupon)}, valid {coupon.valid_from} to {coupon.valid_until}) from its "
+        f"coupon_applied event, but {invoice_words(victims)} "
+        f"{'was' if len(victims) == 1 else 'were'} billed without the discount. Recomputed with "
+        f"{coupon.code}, the overcharge is {differences} {cur}."
+    )
+    if decoys:
+        summary += (
+            f" {join_words([d.id for d in decoys])} correctly carried no discount "
+            "(outside the coupon's periods)."
+        )
+    return FaultOutcome(
+        label="coupon_not_applied",
+        story=story,
+        focus=[*victims, *decoys],
+        evidence=[recompute(inv, coupon_code=coupon.code) for inv in victims],
+        summary=summary,
+        slots={"coupon": coupon.code},
+        traps=traps,
+        variant=duration,
+    )
+
+
+def _coupon_duration(b: WorldBuilder, near: str, room: int) -> tuple[str, int | None]:
+    """With a used-up near miss the coupon must run out exactly after `room` periods."""
+    if near == "used_up":
+        return ("once", None) if room == 1 else ("repeating", room)
+    if near == "expired":
+        return b.pick((("forever", None), ("repeating", 12)))
+    kind = b.pick(("once", "repeating", "forever"))
+    return (kind, b.rng.randint(2, 6)) if kind == "repeating" else (kind, None)
+
+
+def _coupon_day(b: WorldBuilder, story: Story, starts: list[date], first: int) -> tuple[date, time]:
+    """The local day and time of the coupon_applied event.
+
+    At signup it shares the `created` event's time; later it falls at least two days after
+    one period start and before the next, so its UTC date (a day off at most) names the
+    same first period: this fault must not turn into a timezone case.
+    """
+    if first == 0:
+        created = datetime.strptime(story.sub.started_at, "%Y-%m-%dT%H:%M:%SZ")
+        local = created.replace(tzinfo=UTC).astimezone(ZoneInfo(story.timezone))
+        at, day = local.time().replace(tzinfo=None), local.date()
+    else:
+        gap = (starts[first] - starts[first - 1]).days
+        at, day = b.work_time(), starts[first - 1] + days(b.rng.randint(2, gap - 1))
+    return day, at
+
+
+def _terms(coupon: Coupon) -> str:
+    if coupon.percent_off is not None:
+        return f"{format_rate(parse_rate(coupon.percent_off) * 100).removesuffix('.0')}% off"
+    return f"{format_cents(coupon.amount_off_cents or 0)} USD off"
+
+
+def _lasting(coupon: Coupon) -> str:
+    if coupon.duration == "once":
+        return "for one billing period"
+    if coupon.duration == "repeating":
+        return f"for {coupon.duration_periods} billing periods"
+    return "for every billing period"
+
+
+# usage_overage_miscalculated ----------------------------------------------------------------
+
+
+def usage_overage_miscalculated(b: WorldBuilder) -> FaultOutcome:
+    b.make_customer()
+    story = unbilled_story(b, metered=True, minimum_periods=4 if b.difficulty == "L3" else 1)
+    starts = period_starts(story)
+    n = len(starts)
+    included = story.plan.included_units
+    shapes = {"L1": [], "L2": [b.pick(("spike", "under"))], "L3": ["spike", "under"]}[
+        b.difficulty
+    ]  # legitimate look-alikes: a large real overage, a period under the allowance
+    decoy_ks = b.rng.sample(range(n), len(shapes))
+    story.usage.clear()
+    story.sub.usage.clear()
+    for k, (start, end) in enumerate(story.period(k) for k in range(n)):
+        factor = b.rng.uniform(0.6, 1.8)  # over half the allowance: doubling always overcharges
+        if k in decoy_ks:
+            spike = shapes[decoy_ks.index(k)] == "spike"
+            factor = b.rng.uniform(2.2, 3.0) if spike else b.rng.uniform(0.3, 0.9)
+        units = int(included * factor)
+        story.usage[start] = units
+        story.sub.usage.append((start.isoformat(), end.isoformat(), units))
+    invoices = b.bill(story)
+    by_start = invoices_by_start(invoices)
+    victims = [by_start[starts[k]] for k in _run(b, [k for k in range(n) if k not in decoy_ks])]
+    variant = b.pick(("double_counted", "included_not_subtracted"))
+    evidence = []
+    for invoice in victims:
+        units = invoice.billed.usage_units or 0
+        if variant == "double_counted":
+            b.rebill(invoice, usage_units=2 * units)
+            evidence.append(recompute(invoice, usage_units=units))
+        else:
+            b.rebill(invoice, plan=replace(invoice.billed.plan, included_units=0))
+            evidence.append(recompute(invoice, included_units=included))
+    decoys = [by_start[starts[k]] for k in sorted(decoy_ks)]
+    summary = _usage_summary(story, victims, variant)
+    if decoys:
+        summary += (
+            f" Usage on {join_words([d.id for d in decoys])} matches its usage record and was "
+            "billed correctly."
+        )
+    first = victims[0].billed
+    return FaultOutcome(
+        label="usage_overage_miscalculated",
+        story=story,
+        focus=[*victims, *decoys],
+        evidence=evidence,
+        summary=summary,
+        slots={
+            "billed_units": str(first.usage_units),
+            "unit_name": story.plan.unit_name or "unit",
+        },
+        traps=[f"usage_{shape}_decoy" for shape in shapes],
+        variant=variant,
+    )
+
+
+def _usage_summary(story: Story, victims: list[Invoice], variant: str) -> str:
+    plan = story.plan
+    parts = []
+    for invoice in victims:
+        correct = invoice.correct
+        assert correct is not None
+        parts.append(
+            f"{invoice.id} (period start {invoice.billed.period_start.isoformat()}: "
+            f"{correct.usage_units} units recorded, billed as {invoice.billed.usage_units} units "
+            f"with {invoice.billed.plan.included_units} included; overcharge "
+            f"{format_cents(overcharge(invoice))} {invoice.billed.currency})"
+        )
+    if variant == "double_counted":
+        return (
+            f"The usage records of {story.sub.id} were counted twice: "
+            + "; ".join(parts)
+            + ". Recomputed with the recorded units, the differences are these overcharges."
+        )
+    return (
+        f"Plan {plan.name} includes {plan.included_units} units per period, but the included "
+        "units were not subtracted: "
+        + "; ".join(parts)
+        + f". Recomputed with {plan.included_units} included units, the differences are "
+        "these overcharges."
+    )
+
+
+# currency_conversion_error ------------------------------------------------------------------
+
+
+def currency_conversion_error(b: WorldBuilder) -> FaultOutcome:
+    b.make_customer(usd=False)
+    story = unbilled_story(b, minimum_periods=3 if b.difficulty == "L3" else 1)
+    starts = period_starts(story)
+    n = len(starts)
+    currency = b.customer.currency
+    base = parse_rate(data("catalog.json")["fx_base"][currency])
+    jump: int | None = None
+    if b.difficulty == "L3" or (b.difficulty == "L2" and b.rng.random() < 0.5):
+        jump = b.rng.randrange(n)  # a real, larger move of the rate: billed correctly
+        _put_fx(b, starts[jump], base * (1 + Fraction(b.rng.randint(450, 600), 10000)))
+    invoices = b.bill(story)
+    by_start = invoices_by_start(invoices)
+    run = _run(b, [k for k in range(n) if k != jump])
+    variant = "inverted" if base < 1 and b.rng.random() < 0.5 else "wrong_date"
+    victims = [by_start[starts[k]] for k in run]
+    lines = []
+    for invoice in victims:
+        right = invoice.billed.fx_rate
+        start = invoice.billed.period_start
+        flipped = Fraction(round(10000 / right), 10000)
+        if variant == "inverted" and flipped > right:
+            b.rebill(invoice, fx_rate=flipped)
+            lines.append(
+                f"{invoice.id} was converted at {format_rate(flipped)} {currency} per USD, the "
+                f"inverse of the rate {format_rate(right)} recorded for its period start "
+                f"{start.isoformat()}"
+            )
+        else:
+            day, rate = _wrong_day(b, invoice)
+            b.rebill(invoice, fx_rate=rate, fx_rate_date=day)
+            lines.append(
+                f"{invoice.id} was converted at {format_rate(rate)}, the USD to {currency} rate "
+                f"of {day.isoformat()}, instead of {format_rate(right)}, the rate recorded for "
+                f"its period start {start.isoformat()}"
+            )
+        lines[-1] += f" (overcharge {format_cents(overcharge(invoice))} {currency})"
+    evidence = [recompute(inv, fx_rate_date=inv.billed.period_start.isoformat()) for inv in victims]
+    summary = (
+        "Invoice "
+        + "; invoice ".join(lines)
+        + ". Recomputed with the rate of each invoice's period start, the differences are "
+        "these overcharges."
+    )
+    decoys: list[Invoice] = []
+    if jump is not None:  # its rate is unusually high, and right: the rate of its own day
+        decoy, jump_day = by_start[starts[jump]], starts[jump].isoformat()
+        decoys.append(decoy)
+        evidence.append(recompute(decoy, fx_rate_date=jump_day))
+        summary += (
+            f" {decoy.id} used the unusually high rate {format_rate(decoy.billed.fx_rate)}, but "
+            f"that is the rate recorded for its period start {jump_day}: it differs by 0.00."
+        )
+    return FaultOutcome(
+        label="currency_conversion_error",
+        story=story,
+        focus=[*victims, *decoys],
+        evidence=evidence,
+        summary=summary,
+        traps=["fx_jump_billed_correctly"] if decoys else [],
+        variant=variant,
+    )
+
+
+def _put_fx(b: WorldBuilder, day: date, rate: Fraction) -> None:
+    """Records a USD rate for `day` before anything asks `fx_on` for it (4 decimals)."""
+    assert b.draft is not None
+    text = format_rate(Fraction(round(rate * 10000), 10000))
+    b.fx[day.isoformat()] = text
+    b.draft.fx_rates.append((day.isoformat(), "USD", b.customer.currency, text))
+    b.draft.fx_rates.sort()
+
+
+def _wrong_day(b: WorldBuilder, invoice: Invoice) -> tuple[date, Fraction]:
+    """Another recorded day whose rate is higher, so the conversion overcharges.
+
+    A stale rate (an earlier period's start) first, then a few earlier days; if none of
+    those is higher, a day is recorded with a rate 1.5-4 % above the right one.
+    """
+    start = invoice.billed.period_start
+    # never the day before: that is the UTC date of some issue times, a defensible reading
+    latest = (start - days(2)).isoformat()
+    known = sorted(date.fromisoformat(d) for d in b.fx if d <= latest)
+    tries = list(reversed(known)) + [start - days(b.rng.randint(2, 31)) for _ in range(4)]
+    for day in tries:
+        rate = b.fx_on(day)
+        if _overcharges(invoice, rate, day):
+            return day, rate
+    day = start - days(b.rng.randint(2, 31))
+    while day.isoformat() in b.fx:
+        day -= days(1)
+    _put_fx(b, day, invoice.billed.fx_rate * (1 + Fraction(b.rng.randint(150, 400), 10000)))
+    return day, b.fx_on(day)
+
+
+def _overcharges(invoice: Invoice, rate: Fraction, day: date) -> bool:
+    wrong = compute_invoice(replace(invoice.billed, fx_rate=rate, fx_rate_date=day))
+    return wrong.total_cents > invoice.correct_total_cents()

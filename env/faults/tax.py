@@ -1,0 +1,371 @@
+"""wrong_tax_rate and tax_exempt_charged: the tax line of an invoice was computed wrongly.
+
+wrong_tax_rate: the jurisdiction's rate went down and invoices after the change kept the old,
+higher rate ("outdated"), or invoices were taxed at another jurisdiction's higher rate
+("wrong_jurisdiction"). tax_exempt_charged: a valid exemption certificate covered the invoice
+and tax was charged anyway. L3 adds near misses: a rate change applied correctly, an invoice
+taxed before the certificate's window opened or after it closed.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from fractions import Fraction
+
+from env.builder import WorldBuilder, data
+from env.calendar import add_months, days
+from env.faults.base import FaultOutcome, call, recompute
+from env.faults.common import periods_for, seats_for
+from env.money import format_cents, format_rate, parse_rate
+from env.story import Story
+from env.world import Invoice
+
+FIRST_RATE_DAY = "2023-01-01"  # the builder's tax history starts here
+
+
+# Story helpers shared with env/faults/pricing.py (candidates for env/faults/common.py).
+
+
+def unbilled_story(
+    b: WorldBuilder, *, metered: bool | None = None, minimum_periods: int = 1
+) -> Story:
+    """A catalog and one subscription whose invoices are not issued yet.
+
+    Tax history, exemptions, coupons and fx rates must be in place before `b.bill`, so the
+    faults here cannot use `main_subscription`, which bills at once.
+    """
+    plans = b.make_catalog().values()
+    plan = b.pick([p for p in plans if metered in (None, bool(p.overage_unit_price_cents))])
+    story = b.make_story(plan, seats=seats_for(b, plan), periods=periods_for(b, minimum_periods))
+    if plan.overage_unit_price_cents:
+        b.fill_usage(story)
+    return story
+
+
+def period_starts(story: Story) -> list[date]:
+    return [story.period(k)[0] for k in range(story.periods)]
+
+
+def victim_count(b: WorldBuilder, room: int) -> int:
+    """How many consecutive invoices a fault touches: mostly one at L1, up to three later."""
+    high = 1 if b.difficulty == "L1" and b.rng.random() < 0.8 else 3
+    return b.rng.randint(1, max(1, min(high, room)))
+
+
+def invoices_by_start(invoices: list[Invoice]) -> dict[date, Invoice]:
+    return {inv.billed.period_start: inv for inv in invoices}
+
+
+def overcharge(invoice: Invoice) -> int:
+    return invoice.billed_amounts().total_cents - invoice.correct_total_cents()
+
+
+def join_words(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def invoice_words(invoices: list[Invoice]) -> str:
+    ids = join_words([inv.id for inv in invoices])
+    return f"invoice {ids}" if len(invoices) == 1 else f"invoices {ids}"
+
+
+# wrong_tax_rate ---------------------------------------------------------------------------
+
+
+def _change_day(start: date) -> date:
+    """When a rate change takes effect so that the period starting on `start` is the first under it.
+
+    Usually the 1st of that month; never within a day of `start`, because an invoice's UTC
+    issue date can be a day off its local period start and both readings must agree.
+    """
+    if start.day >= 3:
+        return start.replace(day=1)
+    return add_months(start, -1).replace(day=15)  # after the previous period's start (day <= 2)
+
+
+def _set_rate_history(b: WorldBuilder, segments: list[tuple[str, date]]) -> None:
+    """The customer's jurisdiction history as consecutive (rate, effective_from) segments.
+
+    `set_tax_history` knows one change; the L3 near miss needs two (a rise applied correctly,
+    then a cut that was missed), so both tables are written the same way here.
+    """
+    assert b.draft is not None
+    jurisdiction = b.customer.tax_jurisdiction
+    froms = [FIRST_RATE_DAY] + [start.isoformat() for _, start in segments[1:]]
+    tos: list[str | None] = [*froms[1:], None]
+    b.tax_history = [(rate, f, t) for (rate, _), f, t in zip(segments, froms, tos, strict=True)]
+    b.draft.tax_rates = [r for r in b.draft.tax_rates if r[0] != jurisdiction]
+    b.draft.tax_rates += [(jurisdiction, *row) for row in b.tax_history]
+    b.draft.tax_rates.sort()
+
+
+def _sorted_rates(b: WorldBuilder) -> list[str]:
+    return sorted(set(b.locale["rates"]), key=parse_rate)
+
+
+def wrong_tax_rate(b: WorldBuilder) -> FaultOutcome:
+    b.make_customer()
+    story = unbilled_story(b, minimum_periods=4 if b.difficulty == "L3" else 1)
+    candidates = _other_jurisdictions(b)
+    if candidates and b.rng.random() < 0.45:
+        return _wrong_jurisdiction(b, story, candidates)
+    return _outdated_rate(b, story)
+
+
+def _outdated_rate(b: WorldBuilder, story: Story) -> FaultOutcome:
+    """The rate was cut on `change`; the first invoice(s) after it kept the old, higher rate."""
+    rates = _sorted_rates(b)
+    starts = period_starts(story)
+    n = len(starts)
+    traps: list[str] = []
+    rise_at: int | None = None
+    if b.difficulty == "L3":  # a rise applied correctly, then the cut that was missed
+        rise_at = b.rng.randint(1, n - 3)
+        first = b.rng.randint(rise_at + 1, n - 2)
+        high = b.pick(rates[1:])
+        low_before = b.pick([r for r in rates if parse_rate(r) < parse_rate(high)])
+        new = b.pick([r for r in rates if parse_rate(r) < parse_rate(high)])
+        rise, change = _change_day(starts[rise_at]), _change_day(starts[first])
+        _set_rate_history(
+            b, [(low_before, date.fromisoformat(FIRST_RATE_DAY)), (high, rise), (new, change)]
+        )
+        old = high
+        traps.append("tax_rise_applied_correctly")
+    else:
+        first = b.rng.randint(1, n - 1) if n > 1 and b.difficulty == "L2" else b.rng.randrange(n)
+        old = b.pick(rates[1:])
+        new = b.pick([r for r in rates if parse_rate(r) < parse_rate(old)])
+        change = _change_day(starts[first])
+        b.set_tax_history(old, new, change)
+    if first > 0:
+        traps.append("old_rate_correct_before_change")
+    invoices = b.bill(story)
+    by_start = invoices_by_start(invoices)
+    count = victim_count(b, n - first)
+    victims = [by_start[starts[k]] for k in range(first, first + count)]
+    for invoice in victims:
+        b.rebill(invoice, tax_rate=parse_rate(old))
+    jurisdiction = b.customer.tax_jurisdiction
+    day = victims[0].billed.period_start.isoformat()
+    evidence = [call("get_tax_rate", jurisdiction=jurisdiction, date=day)]
+    evidence += [recompute(inv, tax_rate=new) for inv in victims]
+    decoys: list[Invoice] = []
+    if rise_at is not None:  # the higher rate was right on this one: it came before the cut
+        decoy = by_start[starts[rise_at]]
+        decoys.append(decoy)
+        evidence.append(
+            call("get_tax_rate", jurisdiction=jurisdiction, date=starts[rise_at].isoformat())
+        )
+    differences = [format_cents(overcharge(inv)) for inv in victims]
+    currency = b.customer.currency
+    summary = (
+        f"The {jurisdiction} tax rate changed to {new} effective {change.isoformat()}, but "
+        f"{invoice_words(victims)} (period start "
+        f"{join_words([inv.billed.period_start.isoformat() for inv in victims])}) "
+        f"{'was' if len(victims) == 1 else 'were'} still taxed at the old rate {old}. "
+        f"Recomputed at {new}, the overcharge is {join_words(differences)} {currency}."
+    )
+    if decoys:
+        summary += (
+            f" Invoice {decoys[0].id} at {old} was correct: that rate was in force on "
+            f"{decoys[0].billed.period_start.isoformat()}."
+        )
+    return FaultOutcome(
+        label="wrong_tax_rate",
+        story=story,
+        focus=[*victims, *decoys],
+        evidence=evidence,
+        summary=summary,
+        slots=_tax_slots(victims[0]),
+        traps=traps,
+        variant="outdated",
+    )
+
+
+def _other_jurisdictions(b: WorldBuilder) -> list[tuple[str, str, str, str]]:
+    """(jurisdiction, country, currency, rate in the table) of every other jurisdiction."""
+    assert b.draft is not None
+    tabled = {r[0]: r[1] for r in b.draft.tax_rates}
+    own = b.customer.tax_jurisdiction
+    seen: dict[str, tuple[str, str, str, str]] = {}
+    for loc in data("locales.json"):
+        name = loc["jurisdiction"]
+        if name != own and name not in seen:
+            rate = tabled.get(name, loc["rates"][-1])
+            seen[name] = (name, loc["country"], loc["currency"], rate)
+    return list(seen.values())
+
+
+def _wrong_jurisdiction(
+    b: WorldBuilder, story: Story, others: list[tuple[str, str, str, str]]
+) -> FaultOutcome:
+    """Invoices taxed at another jurisdiction's (higher) rate, recorded under its code."""
+    assert b.draft is not None
+    starts = period_starts(story)
+    n = len(starts)
+    traps: list[str] = []
+    rise_at: int | None = None
+    if b.difficulty == "L3":  # a legitimate rise inside the story, applied correctly
+        rates = _sorted_rates(b)
+        rise_at = b.rng.randint(1, n - 1)
+        high = b.pick(rates[1:])
+        low = b.pick([r for r in rates if parse_rate(r) < parse_rate(high)])
+        b.set_tax_history(low, high, _change_day(starts[rise_at]))
+        traps.append("tax_rise_applied_correctly")
+    else:  # keep the random history, but never a change within a day of a period start
+        (old, _, change_text), (new, _, _) = b.tax_history
+        change = date.fromisoformat(change_text or FIRST_RATE_DAY)
+        near = [s for s in starts if abs((change - s).days) <= 1]
+        b.set_tax_history(old, new, _change_day(near[0]) if near else change)
+    ks = [k for k in range(n) if k != rise_at]
+    first = b.pick(ks)
+    run, count = [first], victim_count(b, 2)
+    while len(run) < count and run[-1] + 1 in ks:
+        run.append(run[-1] + 1)
+    right = max(b.tax_rate_on(starts[k]) for k in run)
+    higher = [o for o in others if parse_rate(o[3]) > right]
+    if not higher:  # the customer's own rate is the highest there is: the other flavour
+        return _outdated_rate(b, story)
+    # a mix-up is likeliest with a neighbour: same country, else same currency, else any
+    same_country = [o for o in higher if o[1] == b.customer.country]
+    same_currency = [o for o in higher if o[2] == b.customer.currency]
+    other, _, _, rate_text = b.pick(same_country or same_currency or higher)
+    if not any(r[0] == other for r in b.draft.tax_rates):
+        b.draft.tax_rates.append((other, rate_text, FIRST_RATE_DAY, None))
+        b.draft.tax_rates.sort()
+    invoices = b.bill(story)
+    by_start = invoices_by_start(invoices)
+    victims = [by_start[starts[k]] for k in run]
+    wrong = parse_rate(rate_text)
+    for invoice in victims:
+        b.rebill(invoice, tax_rate=wrong, tax_jurisdiction=other)
+    own = b.customer.tax_jurisdiction
+    evidence = []
+    for invoice in victims:
+        day = invoice.billed.period_start
+        evidence.append(call("get_tax_rate", jurisdiction=own, date=day.isoformat()))
+        evidence.append(recompute(invoice, tax_rate=format_rate(b.tax_rate_on(day))))
+    evidence.append(
+        call("get_tax_rate", jurisdiction=other, date=victims[0].billed.period_start.isoformat())
+    )
+    decoys: list[Invoice] = []
+    if rise_at is not None:
+        decoys.append(by_start[starts[rise_at]])
+        evidence.append(call("get_tax_rate", jurisdiction=own, date=starts[rise_at].isoformat()))
+    parts = [
+        f"{inv.id} was taxed at {rate_text} under {other} instead of the {own} rate "
+        f"{format_rate(b.tax_rate_on(inv.billed.period_start))} in force on "
+        f"{inv.billed.period_start.isoformat()} "
+        f"(overcharge {format_cents(overcharge(inv))} {inv.billed.currency})"
+        for inv in victims
+    ]
+    summary = (
+        f"Customer {b.customer.id} is in tax jurisdiction {own}, but invoice "
+        + "; invoice ".join(parts)
+        + ". Recomputing with the customer's own rate gives these differences."
+    )
+    if decoys:
+        summary += (
+            f" The higher tax on {decoys[0].id} is a legitimate {own} rate change, "
+            "applied correctly."
+        )
+    return FaultOutcome(
+        label="wrong_tax_rate",
+        story=story,
+        focus=[*victims, *decoys],
+        evidence=evidence,
+        summary=summary,
+        slots=_tax_slots(victims[0]),
+        traps=traps,
+        variant="wrong_jurisdiction",
+    )
+
+
+def _tax_slots(invoice: Invoice) -> dict[str, str]:
+    amounts = invoice.billed_amounts()
+    return {
+        "tax": format_cents(amounts.tax_cents),
+        "tax_rate": _percent(invoice.billed.tax_rate),
+    }
+
+
+def _percent(rate: Fraction) -> str:
+    return format_rate(rate * 100).removesuffix(".0") + "%"
+
+
+# tax_exempt_charged -----------------------------------------------------------------------
+
+
+def tax_exempt_charged(b: WorldBuilder) -> FaultOutcome:
+    """A certificate covers the invoice dates; the victims were billed without the exemption."""
+    b.make_customer()
+    story = unbilled_story(b, minimum_periods=4 if b.difficulty == "L3" else 1)
+    starts = period_starts(story)
+    n = len(starts)
+    traps: list[str] = []
+    first = 0  # first period inside the certificate's window
+    if b.difficulty == "L3" or (b.difficulty == "L2" and b.rng.random() < 0.5):
+        first = b.rng.randint(1, n - 1)  # the invoice(s) before the window were rightly taxed
+        traps.append("taxed_before_certificate")
+        gap = (starts[first] - starts[first - 1]).days
+        valid_from = starts[first - 1] + days(b.rng.randint(2, gap - 2))
+    else:
+        valid_from = starts[0] - days(b.rng.randint(5, 200))
+    last = n - 1  # last period inside the window
+    if b.difficulty == "L3" and first < n - 1 and b.rng.random() < 0.5:
+        last = b.rng.randint(first, n - 2)  # the certificate lapsed before the last period(s)
+        valid_until = _lapse_day(b, starts[last], starts[last + 1])
+        traps.append("taxed_after_certificate_expired")
+    else:
+        valid_until = date(max(starts[-1].year, valid_from.year + 1) + b.rng.randint(0, 2), 12, 31)
+    certificate = b.new_id("TXC", 8)
+    b.customer.exemption = (certificate, valid_from.isoformat(), valid_until.isoformat())
+    invoices = b.bill(story)  # inside the window they are exempt: correct == billed so far
+    by_start = invoices_by_start(invoices)
+    count = victim_count(b, last - first + 1)
+    head = b.rng.randint(first, last - count + 1)
+    victims = [by_start[starts[k]] for k in range(head, head + count)]
+    for invoice in victims:
+        b.rebill(invoice, tax_exempt=False)
+    decoys = []  # correctly taxed look-alikes just outside the window
+    if first > 0:
+        decoys.append(by_start[starts[first - 1]])
+    if last < n - 1:
+        decoys.append(by_start[starts[last + 1]])
+    taxes = [format_cents(inv.billed_amounts().tax_cents) for inv in victims]
+    cur = b.customer.currency
+    summary = (
+        f"Customer {b.customer.id} holds tax exemption certificate {certificate}, valid from "
+        f"{valid_from.isoformat()} until {valid_until.isoformat()}, which covers "
+        f"{invoice_words(victims)} (period start "
+        f"{join_words([inv.billed.period_start.isoformat() for inv in victims])}); tax of "
+        f"{join_words(taxes)} {cur} was charged anyway. Recomputed as tax exempt, the difference "
+        "is exactly that tax."
+    )
+    if decoys:
+        summary += (
+            f" Tax on {join_words([d.id for d in decoys])} was correct: outside the certificate's "
+            "window."
+        )
+    return FaultOutcome(
+        label="tax_exempt_charged",
+        story=story,
+        focus=[*victims, *decoys],
+        evidence=[recompute(inv, tax_exempt=True) for inv in victims],
+        summary=summary,
+        slots={**_tax_slots(victims[0]), "certificate": certificate},
+        traps=traps,
+        variant="window_opened_late" if first > 0 else "covered",
+    )
+
+
+def _lapse_day(b: WorldBuilder, after: date, before: date) -> date:
+    """An expiry between two period starts, at least two days before the later one.
+
+    `valid_until` is exclusive; the margin keeps a UTC issue date (a day off the local period
+    start) on the same side. A day 29-31 is preferred where the gap has one: no anchor day
+    exceeds 28, so it can never be the start of any period, a decoy subscription's included.
+    """
+    inside = [after + days(i) for i in range(1, (before - after).days - 1)]
+    late = [d for d in inside if d.day >= 29]
+    return b.pick(late or inside)

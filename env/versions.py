@@ -1,0 +1,35 @@
+"""Version hashes stamped on every rollout and report: which tool contract, which generator.
+
+The tool-contract hash covers the nine tools' OpenAI specs; the generator hash covers the
+source and data files that decide what a (split, seed) produces. Both are content hashes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from functools import cache
+from pathlib import Path
+
+from env.generator import GENERATOR_VERSION
+from env.tool_specs import openai_tools
+
+_ENV_DIR = Path(__file__).resolve().parent
+
+
+@cache
+def tool_contract_hash() -> str:
+    text = json.dumps(openai_tools(), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+@cache
+def generator_hash() -> str:
+    digest = hashlib.sha256(GENERATOR_VERSION.encode())
+    files = [p for p in _ENV_DIR.rglob("*") if p.is_file() and p.suffix in (".py", ".json", ".sql")]
+    for path in sorted(files, key=lambda p: p.relative_to(_ENV_DIR).as_posix()):
+        if path.name == "manifest.json":
+            continue
+        digest.update(path.relative_to(_ENV_DIR).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]

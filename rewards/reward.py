@@ -1,0 +1,139 @@
+"""The training reward (design §5): shaped and binary, computed by code from the episode record.
+
+`compute_reward(truth, record, config)` is pure: scenario truth + final database + findings +
+tool outputs -> `RewardBreakdown` with every term, the total and the flags. Both variants
+return the same breakdown, so logs compare across runs. Decisions beyond the design:
+- the evidence term needs a non-empty chain: findings that cite nothing at all (no id, no
+  amount, no date) earn no evidence credit, so "no_error" guessed without looking is not free;
+- the binary variant needs the same non-empty chain on top of eval success and no
+  hallucinated number;
+- amounts are right only when the reported map equals the truth exactly, so an amount
+  claimed for an unaffected invoice is a wrong amount (and costs the extra-invoice penalty).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from env.episode import EpisodeRecord, drafted_credits
+from env.scenario import Truth
+from rewards.evidence import evidence_outputs
+from rewards.provenance import check_provenance
+
+Variant = Literal["shaped", "binary"]
+
+
+class RewardConfig(BaseModel):
+    """Reward settings as a run records them; defaults are the design's weights."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    variant: Variant = "shaped"
+    root_cause: float = Field(0.35, description="root cause correct")
+    amounts: float = Field(0.35, description="exact per-invoice overcharges, none wrong")
+    action: float = Field(0.10, description="credit notes equal the true overcharges")
+    evidence: float = Field(0.20, description="every cited number traceable")
+    false_reversal: float = Field(-1.0, description="any invoice credited beyond its overcharge")
+    hallucination: float = Field(-0.5, description="any cited number not traceable")
+    extra_invoice: float = Field(-0.10, description="each unaffected invoice beyond the first")
+    tool_call_cost: float = Field(0.0, ge=0.0, description="lambda: cost per tool call")
+
+
+@dataclass(frozen=True)
+class RewardBreakdown:
+    variant: str
+    total: float
+    terms: dict[str, float]
+    false_reversal: bool
+    hallucinated_numbers: bool
+    submitted: bool
+    truncated: bool
+    success: bool  # the eval-success conditions as the reward sees them
+    untraceable: tuple[str, ...] = ()
+    credits: dict[str, int] = field(default_factory=dict)
+    config: dict[str, object] = field(default_factory=dict)
+
+    def as_metrics(self) -> dict[str, float]:
+        """Flat numbers for logging (trajectory metrics must be numbers or bools)."""
+        metrics = {f"reward/{name}": value for name, value in self.terms.items()}
+        metrics.update(
+            {
+                "reward/total": self.total,
+                "false_reversal": float(self.false_reversal),
+                "hallucinated_numbers": float(self.hallucinated_numbers),
+                "submitted": float(self.submitted),
+                "truncated": float(self.truncated),
+                "reward_success": float(self.success),
+            }
+        )
+        return metrics
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def _over_credited(truth: Truth, credits: dict[str, int]) -> bool:
+    # credits are summed per invoice before this check: many small notes must not dodge it
+    return any(cents > truth.overcharges.get(invoice, 0) for invoice, cents in credits.items())
+
+
+def compute_reward(
+    truth: Truth, record: EpisodeRecord, config: RewardConfig | None = None
+) -> RewardBreakdown:
+    config = config or RewardConfig()
+    credits = drafted_credits(record.final_database, record.episode_id)
+    false_reversal = _over_credited(truth, credits)
+    findings = record.findings
+    terms = dict.fromkeys(
+        (
+            "root_cause",
+            "amounts",
+            "action",
+            "evidence",
+            "false_reversal",
+            "hallucination",
+            "extra_invoices",
+            "tool_cost",
+        ),
+        0.0,
+    )
+    untraceable: tuple[str, ...] = ()
+    label_right = amounts_right = action_right = chain = False
+    if findings is not None:
+        report = check_provenance(findings, evidence_outputs(record.tool_log))
+        untraceable = tuple(number.raw for number in report.untraceable)
+        chain = bool(report.cited) and not untraceable
+        reported = {item.invoice_id: item.overcharge_cents for item in findings.affected_invoices}
+        label_right = findings.root_cause == truth.label
+        amounts_right = reported == truth.overcharges
+        action_right = credits == truth.expected_credits
+        unaffected = sum(1 for invoice in reported if invoice not in truth.overcharges)
+        terms["root_cause"] = config.root_cause * label_right
+        terms["amounts"] = config.amounts * amounts_right
+        terms["action"] = config.action * action_right
+        terms["evidence"] = config.evidence * chain
+        terms["hallucination"] = config.hallucination * bool(untraceable)
+        terms["extra_invoices"] = config.extra_invoice * max(0, unaffected - 1)
+    terms["false_reversal"] = config.false_reversal * false_reversal
+    terms["tool_cost"] = -config.tool_call_cost * record.tool_calls
+    success = label_right and amounts_right and action_right and not false_reversal
+    if config.variant == "binary":
+        total = float(success and chain)
+    else:
+        total = round(sum(terms.values()), 6)
+    return RewardBreakdown(
+        variant=config.variant,
+        total=total,
+        terms={name: round(value, 6) for name, value in terms.items()},
+        false_reversal=false_reversal,
+        hallucinated_numbers=bool(untraceable),
+        submitted=findings is not None,
+        truncated=record.truncated,
+        success=success,
+        untraceable=untraceable,
+        credits=credits,
+        config=config.model_dump(),
+    )

@@ -1,0 +1,282 @@
+"""no_error scenarios: the customer is mistaken, and the tools show why the charge stands.
+
+Generic checks run on `env.generator.generate` train seeds of every difficulty. Each look-alike
+variant is also built directly (the generator's own decoy, reference and freeze steps) so that
+its specific evidence can be read back through a second episode, as an agent would.
+Run: pytest tests/env/test_faults_no_error.py
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sqlite3
+from datetime import date
+from functools import cache
+from typing import Any
+
+import pytest
+
+from env.builder import WorldBuilder, data
+from env.calendar import utc_date, utc_to_local_date
+from env.decoys import add_decoys
+from env.faults.base import FaultOutcome
+from env.faults.no_error import VARIANTS
+from env.generator import generate, reference_solution
+from env.ledger_env import LedgerEnv
+from env.money import parse_amount
+from env.scenario import Scenario, Truth, reveal_truth
+from env.splits import spec, split_assignment
+from env.world import freeze
+
+LABEL = "no_error"
+LEVELS = ("L1", "L2", "L3")
+
+
+@cache
+def seeds_for(difficulty: str, count: int = 8) -> tuple[int, ...]:
+    found: list[int] = []
+    seed = spec("train").first_seed
+    while len(found) < count:
+        assignment = split_assignment("train", seed)
+        if assignment.label == LABEL and assignment.difficulty == difficulty:
+            found.append(seed)
+        seed += 1
+    return tuple(found)
+
+
+def direct(variant: str, difficulty: str, seed: int) -> tuple[Scenario, FaultOutcome]:
+    """One variant built the way `generate` builds a scenario, minus the complaint."""
+    b = WorldBuilder(random.Random(seed), name_pool="train", difficulty=difficulty)
+    b.make_customer()
+    outcome = VARIANTS[variant](b)
+    add_decoys(b, outcome)
+    assert b.draft is not None
+    overcharges = b.draft.overcharges()
+    truth = Truth(LABEL, overcharges, dict(overcharges), reference_solution(b, outcome, {}), "")
+    scenario = Scenario(
+        scenario_id=f"direct-{variant}-{seed}",
+        split="test",
+        seed=seed,
+        difficulty=difficulty,
+        customer_id=b.customer.id,
+        complaint="",
+        opened_at="2027-01-01T09:00:00Z",
+        database=freeze(b.draft),
+        _truth=truth,
+    )
+    return scenario, outcome
+
+
+class Tools:
+    """A fresh episode on the scenario, used only to read what an agent could read."""
+
+    def __init__(self, scenario: Scenario) -> None:
+        self.env = LedgerEnv(scenario, tool_budget=10_000)
+        self.customer_id = scenario.customer_id
+
+    def __call__(self, name: str, **arguments: Any) -> dict[str, Any]:
+        result: dict[str, Any] = json.loads(self.env.call(name, json.dumps(arguments)))
+        assert "error" not in result, result
+        return result
+
+    def invoice(self, invoice_id: str) -> dict[str, Any]:
+        return self("get_invoice", invoice_id=invoice_id)
+
+    def timeline_of(self, invoice: dict[str, Any]) -> dict[str, Any]:
+        return self("get_subscription_timeline", subscription_id=invoice["subscription_id"])
+
+
+def replay(scenario: Scenario) -> LedgerEnv:
+    episode = LedgerEnv(scenario, tool_budget=10_000)
+    for step in reveal_truth(scenario).reference:
+        result = json.loads(episode.call(step.name, json.dumps(step.arguments)))
+        assert "error" not in result, (scenario.scenario_id, step, result)
+    return episode
+
+
+def credit_note_count(episode: LedgerEnv) -> int:
+    db = sqlite3.connect(":memory:")
+    db.deserialize(episode.final_database())
+    (count,) = db.execute("SELECT COUNT(*) FROM credit_notes").fetchone()
+    db.close()
+    return int(count)
+
+
+@pytest.mark.parametrize("difficulty", LEVELS)
+def test_generated_no_error_scenarios_have_no_overcharge_and_a_clean_reference(
+    difficulty: str,
+) -> None:
+    for seed in seeds_for(difficulty):
+        scenario = generate("train", seed)
+        truth = reveal_truth(scenario)
+        assert truth.label == LABEL and scenario.difficulty == difficulty
+        assert truth.overcharges == {} and truth.expected_credits == {}
+        assert not [c for c in truth.reference if c.name == "draft_credit_note"]
+        episode = replay(scenario)
+        assert credit_note_count(episode) == 0
+        findings = episode.findings
+        assert findings is not None
+        assert findings.root_cause == LABEL and findings.affected_invoices == []
+
+
+@pytest.mark.parametrize("difficulty", LEVELS)
+def test_every_recompute_in_the_reference_shows_a_zero_difference(difficulty: str) -> None:
+    for seed in seeds_for(difficulty):
+        scenario = generate("train", seed)
+        tools = Tools(scenario)
+        for step in reveal_truth(scenario).reference:
+            if step.name == "recompute_invoice":
+                assert tools("recompute_invoice", **step.arguments)["difference"] == "0.00"
+
+
+@pytest.mark.parametrize("difficulty", LEVELS)
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_each_look_alike_builds_without_overcharge_and_replays_cleanly(
+    variant: str, difficulty: str
+) -> None:
+    for seed in range(6):
+        scenario, outcome = direct(variant, difficulty, seed)
+        assert outcome.label == LABEL and outcome.variant == variant
+        assert reveal_truth(scenario).overcharges == {}
+        episode = replay(scenario)
+        assert credit_note_count(episode) == 0
+        assert episode.findings is not None and episode.findings.root_cause == LABEL
+
+
+def test_the_price_rise_was_announced_before_the_invoice_and_is_billed() -> None:
+    for seed in range(10):
+        scenario, outcome = direct("price_change", "L1", seed)
+        tools = Tools(scenario)
+        invoice = tools.invoice(outcome.focus[0].id)
+        history = tools.timeline_of(invoice)["plan"]["price_history"]
+        rise = history[-1]
+        assert rise["effective_from"] == invoice["period_start"]
+        assert rise["announced_at"] < invoice["issued_at"]
+        assert invoice["billing_inputs"]["plan"]["unit_price"] == rise["unit_price"]
+        assert parse_amount(rise["unit_price"]) > parse_amount(history[-2]["unit_price"])
+        previous = tools.invoice(outcome.focus[1].id)
+        assert parse_amount(invoice["total"]) > parse_amount(previous["total"])
+
+
+def test_the_changed_tax_rate_is_the_rate_in_force_on_each_invoice() -> None:
+    for seed in range(10):
+        scenario, outcome = direct("tax_change", "L2", seed)
+        tools = Tools(scenario)
+        rates = []
+        for focus in outcome.focus[:2]:
+            invoice = tools.invoice(focus.id)
+            lookup = tools(
+                "get_tax_rate",
+                jurisdiction=invoice["tax"]["jurisdiction"],
+                date=invoice["period_start"],
+            )
+            assert lookup["rate"] == invoice["tax"]["rate"]
+            rates.append(invoice["tax"]["rate"])
+        assert rates[0] != rates[1]
+
+
+def test_the_coupon_ran_out_before_the_undiscounted_invoice() -> None:
+    for seed in range(12):
+        scenario, outcome = direct("coupon_expired", "L1", seed)
+        tools = Tools(scenario)
+        after, before = (tools.invoice(inv.id) for inv in outcome.focus[:2])
+        coupon = tools.timeline_of(after)["coupon"]
+        assert after["billing_inputs"]["coupon"] is None
+        assert before["billing_inputs"]["coupon"]["coupon_code"] == coupon["code"]
+        discounted = [
+            i
+            for i in tools("list_invoices", customer_id=scenario.customer_id)["invoices"]
+            if i["subscription_id"] == after["subscription_id"]
+            and tools.invoice(i["invoice_id"])["billing_inputs"]["coupon"] is not None
+        ]
+        if coupon["duration"] == "once":
+            assert len(discounted) == 1
+        elif coupon["duration"] == "repeating":
+            assert len(discounted) == coupon["duration_periods"]
+        else:
+            assert coupon["valid_until"] < after["period_start"]
+
+
+def test_the_upgrade_is_prorated_from_the_local_date_of_its_event() -> None:
+    for seed in range(10):
+        scenario, outcome = direct("correct_proration", "L1", seed)
+        tools = Tools(scenario)
+        zone = tools("get_customer", customer_id=scenario.customer_id)["timezone"]
+        invoice = tools.invoice(outcome.focus[0].id)
+        (event,) = [e for e in tools.timeline_of(invoice)["events"] if e["type"] == "plan_changed"]
+        local = utc_to_local_date(event["occurred_at"], zone)
+        assert local.isoformat() == invoice["billing_inputs"]["plan_change_date"]
+        assert len(invoice["lines"]) >= 2
+        check = tools("recompute_invoice", invoice_id=invoice["invoice_id"])
+        assert check["difference"] == "0.00"
+
+
+def test_the_unrecognised_invoice_belongs_to_a_second_subscription_someone_ordered() -> None:
+    for seed in range(10):
+        scenario, outcome = direct("other_subscription", "L1", seed)
+        tools = Tools(scenario)
+        customer = tools("get_customer", customer_id=scenario.customer_id)
+        invoice = tools.invoice(outcome.focus[0].id)
+        assert len(customer["subscription_ids"]) == 2
+        assert invoice["subscription_id"] == customer["subscription_ids"][1]
+        created = tools.timeline_of(invoice)["events"][0]
+        assert created["type"] == "created" and "@" in created["details"]["ordered_by"]
+
+
+def test_the_customer_added_the_seats_before_the_period_they_are_billed_in() -> None:
+    for seed in range(10):
+        scenario, outcome = direct("seat_increase", "L2", seed)
+        tools = Tools(scenario)
+        customer = tools("get_customer", customer_id=scenario.customer_id)
+        invoice = tools.invoice(outcome.focus[0].id)
+        (event,) = [
+            e
+            for e in tools.timeline_of(invoice)["events"]
+            if e["type"] == "seats_changed" and e["details"].get("changed_by")
+        ]
+        assert event["details"]["changed_by"] == customer["email"]
+        day = utc_to_local_date(event["occurred_at"], customer["timezone"])
+        assert day < date.fromisoformat(invoice["period_start"])
+        assert event["details"]["to_seats"] == invoice["billing_inputs"]["seats"]
+        assert event["details"]["from_seats"] < invoice["billing_inputs"]["seats"]
+
+
+def test_the_billed_usage_matches_the_usage_record_and_exceeds_the_included_units() -> None:
+    for seed in range(10):
+        scenario, outcome = direct("usage_overage", "L1", seed)
+        tools = Tools(scenario)
+        invoice = tools.invoice(outcome.focus[0].id)
+        timeline = tools.timeline_of(invoice)
+        (record,) = [u for u in timeline["usage"] if u["period_start"] == invoice["period_start"]]
+        units = invoice["billing_inputs"]["usage_units"]
+        assert record["units"] == units > timeline["plan"]["included_units"]
+        assert any(line["quantity"] == units - timeline["plan"]["included_units"]
+                   for line in invoice["lines"])  # fmt: skip
+
+
+def test_daytime_look_alike_events_keep_their_local_date_in_utc() -> None:
+    for variant in ("correct_proration", "seat_increase"):
+        for seed in range(10):
+            scenario, outcome = direct(variant, "L1", seed)
+            tools = Tools(scenario)
+            zone = tools("get_customer", customer_id=scenario.customer_id)["timezone"]
+            for event in tools.timeline_of(tools.invoice(outcome.focus[0].id))["events"]:
+                if event["type"] in ("plan_changed", "seats_changed"):
+                    stamp = event["occurred_at"]
+                    assert utc_to_local_date(stamp, zone) == utc_date(stamp)
+
+
+def test_complaint_bodies_fill_from_the_slots_each_variant_provides() -> None:
+    table = data("complaints/no_error.json")
+    assert len(table["L1"]) >= 6 and len(table["L2"]) >= 6
+    generic = {"invoice_id", "month", "total", "currency", "company", "plan", "amount"}
+    for variant in VARIANTS:
+        _, outcome = direct(variant, "L1", 0)
+        slots = dict.fromkeys(generic, "x") | outcome.slots
+        for level in LEVELS:
+            bodies = table[f"{variant}:{level}"]
+            assert len(bodies) >= 3
+            for body in bodies:
+                body.format(**slots)
+                assert ("{invoice_id}" in body) == (level == "L1")

@@ -1,0 +1,250 @@
+"""coupon_not_applied, usage_overage_miscalculated, currency_conversion_error, via the tools.
+
+Same method as tests/env/test_faults_tax.py (whose helpers are reused): generated train
+scenarios per difficulty, the reference replayed through `LedgerEnv`, then the evidence read
+back through a second episode. Run: pytest tests/env/test_faults_pricing.py
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from env.calendar import utc_to_local_date
+from env.money import parse_amount
+from env.scenario import reveal_truth
+from tests.env.test_faults_tax import (
+    LEVELS,
+    Tools,
+    all_levels,
+    check_reference_matches_truth,
+    scenarios_for,
+)
+
+# coupon_not_applied -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_coupon_not_applied_reference_credits_exactly_each_overcharge(level: str) -> None:
+    for scenario in scenarios_for("coupon_not_applied", level):
+        check_reference_matches_truth(scenario, "coupon_not_applied")
+
+
+def _coupon_periods(tools: Tools, timeline: dict[str, Any], timezone: str) -> list[str]:
+    """Period starts the coupon's terms cover, by the timeline's event, window and duration.
+
+    `timezone` "UTC" reads the event's UTC date, the mistake a careless agent makes.
+    """
+    coupon = timeline["coupon"]
+    applied = [
+        utc_to_local_date(e["occurred_at"], timezone).isoformat()
+        for e in timeline["events"]
+        if e["type"] == "coupon_applied" and e["details"]["coupon_code"] == coupon["code"]
+    ]
+    assert len(applied) == 1
+    starts = sorted(
+        inv["period_start"]
+        for inv in tools.invoices()
+        if inv["subscription_id"] == timeline["subscription_id"]
+    )
+    eligible = [
+        s for s in starts if applied[0] <= s and coupon["valid_from"] <= s <= coupon["valid_until"]
+    ]
+    if coupon["duration"] == "once":
+        return eligible[:1]
+    if coupon["duration"] == "repeating":
+        return eligible[: coupon["duration_periods"]]
+    return eligible
+
+
+def _applied_at_signup(timeline: dict[str, Any]) -> bool:
+    stamps = {e["type"]: e["occurred_at"] for e in timeline["events"]}
+    return stamps["coupon_applied"] == stamps["created"]
+
+
+def test_each_uncouponed_invoice_falls_inside_the_coupons_periods() -> None:
+    for scenario in all_levels("coupon_not_applied"):
+        tools = Tools(scenario)
+        timezone = tools.customer()["timezone"]
+        for invoice_id, cents in reveal_truth(scenario).overcharges.items():
+            invoice = tools.invoice(invoice_id)
+            timeline = tools.timeline(invoice["subscription_id"])
+            assert invoice["billing_inputs"]["coupon"] is None
+            assert invoice["discount"] == "0.00"
+            covered = _coupon_periods(tools, timeline, timezone)
+            assert invoice["period_start"] in covered
+            if not _applied_at_signup(timeline):  # then it shares the `created` timestamp
+                assert _coupon_periods(tools, timeline, "UTC") == covered  # no timezone trap
+            again = tools(
+                "recompute_invoice", invoice_id=invoice_id, coupon_code=timeline["coupon"]["code"]
+            )
+            assert parse_amount(again["difference"]) == cents
+
+
+def test_invoices_of_the_coupons_subscription_carry_it_exactly_in_its_periods() -> None:
+    for scenario in all_levels("coupon_not_applied"):
+        tools = Tools(scenario)
+        truth = reveal_truth(scenario)
+        timezone = tools.customer()["timezone"]
+        first = tools.invoice(next(iter(truth.overcharges)))
+        timeline = tools.timeline(first["subscription_id"])
+        covered = _coupon_periods(tools, timeline, timezone)
+        for summary in tools.invoices():
+            if (
+                summary["subscription_id"] != timeline["subscription_id"]
+                or summary["invoice_id"] in truth.overcharges
+            ):
+                continue
+            coupon = tools.invoice(summary["invoice_id"])["billing_inputs"]["coupon"]
+            assert (coupon is not None) is (summary["period_start"] in covered)
+
+
+def test_coupon_not_applied_l3_inspects_a_rightly_undiscounted_invoice() -> None:
+    for scenario in scenarios_for("coupon_not_applied", "L3"):
+        tools = Tools(scenario)
+        truth = reveal_truth(scenario)
+        timezone = tools.customer()["timezone"]
+        sub = tools.invoice(next(iter(truth.overcharges)))["subscription_id"]
+        covered = _coupon_periods(tools, tools.timeline(sub), timezone)
+        looked = [c.arguments["invoice_id"] for c in truth.reference if c.name == "get_invoice"]
+        near = [
+            tools.invoice(i)
+            for i in looked
+            if i not in truth.overcharges and tools.invoice(i)["subscription_id"] == sub
+        ]
+        assert near
+        for invoice in near:
+            assert invoice["discount"] == "0.00" and invoice["period_start"] not in covered
+
+
+# usage_overage_miscalculated ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_usage_overage_reference_credits_exactly_each_overcharge(level: str) -> None:
+    for scenario in scenarios_for("usage_overage_miscalculated", level):
+        check_reference_matches_truth(scenario, "usage_overage_miscalculated")
+
+
+def _recorded_units(timeline: dict[str, Any], period_start: str) -> int:
+    units = [u["units"] for u in timeline["usage"] if u["period_start"] == period_start]
+    assert len(units) == 1
+    return int(units[0])
+
+
+def test_overcharged_usage_is_doubled_or_ignores_the_included_units() -> None:
+    kinds = set()
+    for scenario in all_levels("usage_overage_miscalculated", count=5):
+        tools = Tools(scenario)
+        for invoice_id, cents in reveal_truth(scenario).overcharges.items():
+            invoice = tools.invoice(invoice_id)
+            timeline = tools.timeline(invoice["subscription_id"])
+            recorded = _recorded_units(timeline, invoice["period_start"])
+            billed = invoice["billing_inputs"]
+            included = timeline["plan"]["included_units"]
+            if billed["usage_units"] == 2 * recorded:
+                assert billed["plan"]["included_units"] == included
+                again = tools("recompute_invoice", invoice_id=invoice_id, usage_units=recorded)
+                kinds.add("double_counted")
+            else:
+                assert billed["usage_units"] == recorded
+                assert billed["plan"]["included_units"] == 0 < included
+                again = tools("recompute_invoice", invoice_id=invoice_id, included_units=included)
+                kinds.add("included_not_subtracted")
+            assert parse_amount(again["difference"]) == cents
+    assert kinds == {"double_counted", "included_not_subtracted"}
+
+
+def test_usage_l3_has_a_real_spike_and_a_period_under_the_allowance_billed_correctly() -> None:
+    for scenario in scenarios_for("usage_overage_miscalculated", "L3"):
+        tools = Tools(scenario)
+        truth = reveal_truth(scenario)
+        sub = tools.invoice(next(iter(truth.overcharges)))["subscription_id"]
+        timeline = tools.timeline(sub)
+        included = timeline["plan"]["included_units"]
+        shapes = set()
+        for summary in tools.invoices():
+            if summary["subscription_id"] != sub or summary["invoice_id"] in truth.overcharges:
+                continue
+            billed = tools.invoice(summary["invoice_id"])["billing_inputs"]
+            recorded = _recorded_units(timeline, summary["period_start"])
+            assert billed["usage_units"] == recorded
+            assert billed["plan"]["included_units"] == included
+            shapes |= {"spike"} if recorded > 2 * included else set()
+            shapes |= {"under"} if recorded < included else set()
+        assert shapes == {"spike", "under"}
+
+
+# currency_conversion_error ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_currency_conversion_reference_credits_exactly_each_overcharge(level: str) -> None:
+    for scenario in scenarios_for("currency_conversion_error", level):
+        check_reference_matches_truth(scenario, "currency_conversion_error")
+
+
+def test_overcharged_conversions_used_another_days_rate_or_the_inverse() -> None:
+    kinds = set()
+    for scenario in all_levels("currency_conversion_error", count=8):
+        tools = Tools(scenario)
+        assert tools.customer()["currency"] != "USD"
+        for invoice_id, cents in reveal_truth(scenario).overcharges.items():
+            invoice = tools.invoice(invoice_id)
+            billed = invoice["billing_inputs"]
+            right = tools(
+                "recompute_invoice", invoice_id=invoice_id, fx_rate_date=invoice["period_start"]
+            )
+            assert parse_amount(right["difference"]) == cents
+            correct_rate = Decimal(right["assumptions"]["fx_rate"])
+            assert Decimal(billed["fx_rate"]) > correct_rate
+            if billed["fx_rate_date"] != invoice["period_start"]:  # the rate really is that day's
+                gap = date.fromisoformat(invoice["period_start"]) - date.fromisoformat(
+                    billed["fx_rate_date"]
+                )
+                assert gap.days >= 2  # never the UTC date of a local-midnight issue
+                same = tools(
+                    "recompute_invoice", invoice_id=invoice_id, fx_rate_date=billed["fx_rate_date"]
+                )
+                assert same["difference"] == "0.00"
+                kinds.add("wrong_date")
+            else:
+                inverse = (1 / correct_rate).quantize(Decimal("0.0001"))
+                assert Decimal(billed["fx_rate"]) == inverse
+                kinds.add("inverted")
+    assert kinds == {"wrong_date", "inverted"}
+
+
+def test_invoices_not_credited_use_the_rate_of_their_period_start() -> None:
+    for scenario in all_levels("currency_conversion_error"):
+        tools = Tools(scenario)
+        truth = reveal_truth(scenario)
+        for summary in tools.invoices():
+            if summary["invoice_id"] in truth.overcharges:
+                continue
+            invoice = tools.invoice(summary["invoice_id"])
+            assert invoice["billing_inputs"]["fx_rate_date"] == invoice["period_start"]
+
+
+def test_currency_l3_inspects_an_invoice_whose_high_rate_is_its_own_days_rate() -> None:
+    for scenario in scenarios_for("currency_conversion_error", "L3"):
+        tools = Tools(scenario)
+        truth = reveal_truth(scenario)
+        sub = tools.invoice(next(iter(truth.overcharges)))["subscription_id"]
+        rates = {
+            s["invoice_id"]: Decimal(tools.invoice(s["invoice_id"])["billing_inputs"]["fx_rate"])
+            for s in tools.invoices()
+            if s["subscription_id"] == sub and s["invoice_id"] not in truth.overcharges
+        }
+        looked = [c.arguments["invoice_id"] for c in truth.reference if c.name == "get_invoice"]
+        jump = [i for i in looked if i in rates]
+        assert len(jump) == 1 and rates[jump[0]] == max(rates.values())
+        again = tools(
+            "recompute_invoice",
+            invoice_id=jump[0],
+            fx_rate_date=tools.invoice(jump[0])["period_start"],
+        )
+        assert again["difference"] == "0.00"

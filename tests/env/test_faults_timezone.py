@@ -1,0 +1,208 @@
+"""timezone_period_boundary, the held-out class, checked through the agent's own tools.
+
+All 50 `heldout` seeds are generated; each reference is replayed through `LedgerEnv`, and a
+second episode reads the evidence back: the event near local midnight has a local date that
+differs from its UTC date, and the bill used the UTC one.
+Run: pytest tests/env/test_faults_timezone.py
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sqlite3
+from datetime import date, timedelta
+from functools import cache
+from typing import Any
+
+import pytest
+
+from env.builder import WorldBuilder, data
+from env.calendar import utc_date, utc_to_local_date
+from env.faults.timezone import is_west, timezone_period_boundary
+from env.generator import generate
+from env.labels import HELDOUT_LABEL
+from env.ledger_env import LedgerEnv
+from env.money import format_cents, parse_amount
+from env.scenario import Scenario, reveal_truth
+from env.splits import split_assignment, split_seeds
+from env.world import freeze
+
+LABEL = "timezone_period_boundary"
+LEVELS = ("L1", "L2", "L3")
+
+
+@cache
+def heldout() -> tuple[Scenario, ...]:
+    return tuple(generate("heldout", seed) for seed in split_seeds("heldout"))
+
+
+def at_level(difficulty: str) -> list[Scenario]:
+    return [s for s in heldout() if s.difficulty == difficulty]
+
+
+class Tools:
+    """A fresh episode on the scenario, used only to read what an agent could read."""
+
+    def __init__(self, scenario: Scenario) -> None:
+        self.env = LedgerEnv(scenario, tool_budget=10_000)
+        self.customer_id = scenario.customer_id
+
+    def __call__(self, name: str, **arguments: Any) -> dict[str, Any]:
+        result: dict[str, Any] = json.loads(self.env.call(name, json.dumps(arguments)))
+        assert "error" not in result, result
+        return result
+
+
+def replay(scenario: Scenario) -> LedgerEnv:
+    episode = LedgerEnv(scenario, tool_budget=10_000)
+    for step in reveal_truth(scenario).reference:
+        result = json.loads(episode.call(step.name, json.dumps(step.arguments)))
+        assert "error" not in result, (scenario.scenario_id, step, result)
+    return episode
+
+
+def credit_notes(episode: LedgerEnv) -> dict[str, int]:
+    db = sqlite3.connect(":memory:")
+    db.deserialize(episode.final_database())
+    rows = db.execute("SELECT invoice_id, SUM(amount_cents) FROM credit_notes GROUP BY 1")
+    notes = {invoice_id: int(cents) for invoice_id, cents in rows}
+    db.close()
+    return notes
+
+
+def test_all_fifty_heldout_seeds_generate_the_held_out_class_with_positive_overcharges() -> None:
+    scenarios = heldout()
+    assert len(scenarios) == 50
+    for scenario in scenarios:
+        truth = reveal_truth(scenario)
+        assert truth.label == LABEL == HELDOUT_LABEL
+        assert truth.overcharges and all(c > 0 for c in truth.overcharges.values())
+    assert {s.difficulty for s in scenarios} == set(LEVELS)
+
+
+def test_the_eval_split_timezone_seeds_generate_too() -> None:
+    seeds = [s for s in split_seeds("eval") if split_assignment("eval", s).label == LABEL]
+    assert seeds
+    for seed in seeds:
+        assert reveal_truth(generate("eval", seed)).label == LABEL
+
+
+def test_the_held_out_class_never_appears_in_train() -> None:
+    labels = {split_assignment("train", seed).label for seed in split_seeds("train", 3000)}
+    assert LABEL not in labels
+
+
+@pytest.mark.parametrize("difficulty", LEVELS)
+def test_the_reference_credits_exactly_the_truth_and_submits_it(difficulty: str) -> None:
+    for scenario in at_level(difficulty):
+        truth = reveal_truth(scenario)
+        episode = replay(scenario)
+        assert credit_notes(episode) == truth.overcharges
+        findings = episode.findings
+        assert findings is not None and findings.root_cause == LABEL
+        assert {a.invoice_id: a.overcharge_cents for a in findings.affected_invoices} == (
+            truth.overcharges
+        )
+        outputs = " ".join(episode.tool_outputs)
+        for cents in truth.overcharges.values():
+            assert f'"{format_cents(cents)}"' in outputs
+
+
+def test_l1_complaints_name_the_affected_invoice_and_l2_complaints_do_not() -> None:
+    for scenario in heldout():
+        affected = next(iter(reveal_truth(scenario).overcharges))
+        if scenario.difficulty == "L1":
+            assert affected in scenario.complaint
+        elif scenario.difficulty == "L2":
+            assert "INV-" not in scenario.complaint.split("\n\n")[1]
+
+
+def shifted_event(tools: Tools, invoice_id: str, cents: int) -> str:
+    """Reads the evidence of one overcharged invoice and returns which variant it shows."""
+    zone = tools("get_customer", customer_id=tools.customer_id)["timezone"]
+    invoice = tools("get_invoice", invoice_id=invoice_id)
+    inputs = invoice["billing_inputs"]
+    events = tools("get_subscription_timeline", subscription_id=invoice["subscription_id"])[
+        "events"
+    ]
+    if inputs["plan_change_date"] is not None:
+        kind, billed = "plan_changed", date.fromisoformat(inputs["plan_change_date"])
+        override = "plan_change_date"
+    elif inputs["proration_start"] is not None:
+        kind, billed = "trial_ended", date.fromisoformat(inputs["proration_start"])
+        override = "proration_start"
+    else:
+        kind, billed = "cancel_requested", date.fromisoformat(invoice["period_start"])
+        override = ""
+    stamps = [e["occurred_at"] for e in events if e["type"] == kind]
+    stamp = next(s for s in stamps if utc_date(s) == billed)  # the bill used the UTC date
+    local = utc_to_local_date(stamp, zone)
+    assert local != utc_date(stamp)
+    assert abs((local - billed).days) == 1
+    if kind == "cancel_requested":
+        # the request was on the last local day of the previous period: this one was left
+        assert local == billed - timedelta(days=1)
+        assert parse_amount(invoice["total"]) == cents
+        assert is_west(zone)
+        return "cancellation"
+    difference = tools("recompute_invoice", invoice_id=invoice_id, **{override: local.isoformat()})
+    assert parse_amount(difference["difference"]) == cents
+    if kind == "trial_ended":
+        assert local == billed + timedelta(days=1) and not is_west(zone)
+        return "trial_end"
+    assert (local < billed) == is_west(zone)  # west: the UTC date is the next day
+    return "downgrade" if is_west(zone) else "upgrade"
+
+
+def test_the_event_local_date_differs_from_its_utc_date_and_the_bill_used_the_utc_date() -> None:
+    seen = set()
+    for scenario in heldout():
+        tools = Tools(scenario)
+        for invoice_id, cents in reveal_truth(scenario).overcharges.items():
+            seen.add(shifted_event(tools, invoice_id, cents))
+    assert seen == {"downgrade", "upgrade", "cancellation", "trial_end"}
+
+
+def test_look_alike_decoys_in_the_reference_recompute_to_a_zero_difference() -> None:
+    checked = 0
+    for scenario in heldout():
+        truth = reveal_truth(scenario)
+        tools = Tools(scenario)
+        for step in truth.reference:
+            if step.name == "recompute_invoice" and step.arguments["invoice_id"] not in (
+                truth.overcharges
+            ):
+                assert tools("recompute_invoice", **step.arguments)["difference"] == "0.00"
+                checked += 1
+    assert checked > 0
+
+
+def test_l3_scenarios_carry_a_timezone_near_miss() -> None:
+    near_misses = {"midnight_seat_change_same_period", "midnight_coupon_same_period"}
+    for scenario in at_level("L3"):
+        assert near_misses & set(reveal_truth(scenario).traps)
+
+
+def test_the_builder_is_a_pure_function_of_its_seed() -> None:
+    def build(seed: int) -> bytes:
+        b = WorldBuilder(random.Random(seed), name_pool="eval", difficulty="L3")
+        timezone_period_boundary(b)
+        assert b.draft is not None
+        return freeze(b.draft)
+
+    assert build(7) == build(7)
+
+
+def test_complaint_bodies_fill_from_the_slots_each_variant_provides() -> None:
+    table = data("complaints/timezone_period_boundary.json")
+    assert len(table["L1"]) >= 6 and len(table["L2"]) >= 6
+    generic = {"invoice_id", "month", "total", "currency", "company", "plan", "amount"}
+    for seed in range(60):
+        b = WorldBuilder(random.Random(seed), name_pool="eval", difficulty="L1")
+        outcome = timezone_period_boundary(b)
+        slots = dict.fromkeys(generic, "x") | outcome.slots
+        for level in ("L1", "L2"):
+            for body in table[f"{outcome.variant}:{level}"]:
+                body.format(**slots)
+                assert ("{invoice_id}" in body) == (level == "L1")
