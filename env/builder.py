@@ -245,8 +245,9 @@ class WorldBuilder:
                 id=self.new_id("INV"),
                 customer_id=self.customer.id,
                 subscription_id=story.sub.id,
+                # issued in local office hours, so issued_at's UTC date is the period_start
                 issued_at=local_to_utc(
-                    inputs.period_start, time(self.rng.randint(1, 6), 0), self.customer.timezone
+                    inputs.period_start, time(self.rng.randint(11, 15), 0), self.customer.timezone
                 ),
                 correct=inputs,
                 billed=inputs,
@@ -255,6 +256,8 @@ class WorldBuilder:
             invoices.append(invoice)
         for invoice in invoices:
             self.pay(invoice)
+        if story.coupon is not None:
+            story.sub.coupon_code = story.coupon.code
         # the subscription row shows its state at the end of the last billed period
         last_day = story.period(ks[-1])[1] - days(1) if ks else story.anchor
         story.sub.plan_id = story.plan_at(last_day).id

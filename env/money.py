@@ -11,7 +11,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from fractions import Fraction
 
 CURRENCIES = ("USD", "EUR", "GBP", "CAD", "AUD")
-_AMOUNT = re.compile(r"^\d{1,12}(\.\d{1,2})?$")
+_AMOUNT = re.compile(r"^[0-9]{1,12}(\.[0-9]{1,2})?$")  # ASCII digits only
 
 
 class BadAmount(ValueError):

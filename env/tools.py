@@ -51,7 +51,8 @@ class BillingTools(Lookups):
         """Look up a customer: timezone, billing currency, tax jurisdiction, exemption certificate.
 
         Billing periods are calendar dates in the customer's timezone; event timestamps are UTC.
-        Call this first with the id from the complaint, then `list_invoices`.
+        An exemption certificate covers invoices whose period starts on or after valid_from and
+        before valid_until. Call this first with the id from the complaint, then `list_invoices`.
 
         Args:
             customer_id: Customer id, e.g. "CUS-4Q2P9A".
@@ -106,7 +107,8 @@ class BillingTools(Lookups):
 
         Events (created, trial_started, trial_ended, plan_changed, seats_changed, coupon_applied,
         coupon_removed, cancel_requested, canceled, renewed) are ordered, with UTC timestamps:
-        convert them to the customer's timezone before comparing with billing periods.
+        convert them to the customer's timezone before comparing with billing periods. A coupon
+        applies to periods starting from valid_from to valid_until inclusive, within its duration.
 
         Args:
             subscription_id: Subscription id, e.g. "SUB-8K2M4T".

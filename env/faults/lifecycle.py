@@ -176,7 +176,7 @@ def _unwanted_invoice(b: WorldBuilder, story: Story, k: int) -> Invoice:
     """An invoice for period k that a correct billing system never issues; paid like any other."""
     assert b.draft is not None
     inputs = story.inputs(k, b)
-    at = time(b.rng.randint(1, 6), 0)
+    at = time(b.rng.randint(11, 15), 0)  # office hours, like `WorldBuilder.bill`
     invoice = Invoice(
         id=b.new_id("INV"),
         customer_id=b.customer.id,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Callable
-from datetime import date, time
+from datetime import date
 
 from env.builder import WorldBuilder, data
 from env.calendar import days
@@ -173,7 +173,7 @@ def coupon_expired(b: WorldBuilder) -> FaultOutcome:
     if b.difficulty == "L1" or (b.difficulty == "L2" and b.rng.random() < 0.5):
         reason = "window_closed" if kind == "window" else "duration_ended"
         details = {"coupon_code": coupon.code, "reason": reason}
-        story.event(story.period(j)[0], time(0, 0), "coupon_removed", details)
+        story.event(story.period(j)[0], b.work_time(), "coupon_removed", details)
     traps: list[str] = []
     _legit_tax_change(b, story, traps)
     invoices = b.bill(story)

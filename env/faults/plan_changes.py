@@ -49,15 +49,6 @@ def schedule_change(b: WorldBuilder, story: Story, k: int, to: Plan) -> Event:
     return record_event(b, story, day, "plan_changed", details)
 
 
-def settle_plan(story: Story) -> None:
-    """The subscription's plan as it stands after the last period, mid-period changes included.
-
-    `WorldBuilder.bill` records the plan at the last period's start, which misses a change
-    made inside the last period; the timeline must show the plan the customer is on now.
-    """
-    story.sub.plan_id = story.plan_at(story.period(story.periods - 1)[1]).id
-
-
 def record_event(
     b: WorldBuilder, story: Story, day: date, kind: str, details: dict[str, Any]
 ) -> Event:
@@ -99,7 +90,6 @@ def proration_error(b: WorldBuilder) -> FaultOutcome:
         _seat_change_decoy(b, story)
         traps.append("seat_change_decoy")
     invoices = b.bill(story)
-    settle_plan(story)
     victim, day = invoices[fault_k], changes[fault_k]
     wrong = _wrong_change_date(b, variant, victim, day)
     b.rebill(victim, plan_change_date=wrong)
@@ -198,7 +188,6 @@ def downgrade_not_applied(b: WorldBuilder) -> FaultOutcome:
         b.raise_price(new, effective, percent=b.rng.randint(4, 12))
         traps.append("price_change_decoy")
     invoices = b.bill(story)
-    settle_plan(story)
     victims = invoices[request_k + 1 : request_k + 1 + count]
     for invoice in victims:
         b.rebill(invoice, plan=plan_terms(old, invoice.billed.period_start))

@@ -108,13 +108,14 @@ def test_initial_messages_are_the_system_prompt_then_the_complaint(env: LedgerEn
     system, user = env.initial_messages()
     assert system["role"] == "system" and user == {"role": "user", "content": COMPLAINT}
     for label in ROOT_CAUSES:
-        assert f"- {label}\n" in system["content"] + "\n", label
-    assert "30 tool calls" in system["content"]
+        assert label in system["content"], label
+    assert "30" in system["content"]  # the budget
     assert "{labels}" not in system["content"] and "{budget}" not in system["content"]
 
 
 def test_the_system_prompt_states_the_budget_it_was_given(hand_scenario: Scenario) -> None:
-    assert "7 tool calls" in LedgerEnv(hand_scenario, tool_budget=7).system_prompt
+    seven = LedgerEnv(hand_scenario, tool_budget=7).system_prompt
+    assert "7" in seven and seven != LedgerEnv(hand_scenario).system_prompt
 
 
 def test_tool_specs_are_openai_function_tools_for_the_nine_tools_only(env: LedgerEnv) -> None:
@@ -235,6 +236,8 @@ def _walk(value: Any, depth: int = 0) -> Iterator[Any]:
         yield from _walk(value.model_dump(), depth + 1)
 
 
+# The policy lists the labels one per line ("  - duplicate_payment"); those lines are the only
+# place a label may appear. If the policy's list format changes, change this pattern with it.
 _LABEL_LINE = re.compile(r"^\s*- (" + "|".join(ROOT_CAUSES) + r")\s*$", re.MULTILINE)
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import art
 import pytest
+from art.types import LocalTrainResult
 
 from agent.scripted_server import ScriptedOpenAIServer, replay_responder, text_turn, tool_call_turn
 from tests.train.backend_double import LOCAL_BACKEND_TRAIN_KWARGS, FakeBackendForTests
@@ -56,7 +57,9 @@ def group_with_rewards(*rewards: float) -> art.TrajectoryGroup:
     )
 
 
-async def register_and_train(path: Path, steps: int) -> tuple[FakeBackendForTests, Any]:
+async def register_and_train(
+    path: Path, steps: int
+) -> tuple[FakeBackendForTests, art.TrainableModel, list[LocalTrainResult]]:
     backend = FakeBackendForTests(path=path, inference_base_url=INFERENCE_URL)
     model = new_model()
     await model.register(backend)
@@ -64,16 +67,20 @@ async def register_and_train(path: Path, steps: int) -> tuple[FakeBackendForTest
         await backend.train(model, [group_with_rewards(1.0, 0.0)], learning_rate=1e-5)
         for _ in range(steps)
     ]
-    return backend, (model, results)
+    return backend, model, results
 
 
 def test_register_saves_step_zero_and_points_inference_at_the_given_server(tmp_path):
+    backend = FakeBackendForTests(path=tmp_path, inference_base_url=INFERENCE_URL)
+    server_config = art.dev.OpenAIServerConfig(server_args={"tool_call_parser": "qwen3_coder"})
+
     async def scenario() -> art.TrainableModel:
         model = new_model()
-        await model.register(FakeBackendForTests(path=tmp_path, inference_base_url=INFERENCE_URL))
+        await model.register(backend, _openai_client_config=server_config)
         return model
 
     model = asyncio.run(scenario())
+    assert backend.server_configs == [server_config]  # where LocalBackend takes vLLM's parser
     model_dir = tmp_path / PROJECT / "models" / "agent-001"
     assert (model_dir / "checkpoints" / "0000").is_dir()
     assert json.loads((model_dir / "model.json").read_text())["name"] == "agent-001"
@@ -82,7 +89,7 @@ def test_register_saves_step_zero_and_points_inference_at_the_given_server(tmp_p
 
 
 def test_two_train_calls_write_checkpoints_0001_and_0002(tmp_path):
-    _, (model, results) = asyncio.run(register_and_train(tmp_path, steps=2))
+    _, model, results = asyncio.run(register_and_train(tmp_path, steps=2))
     checkpoints = tmp_path / PROJECT / "models" / "agent-001" / "checkpoints"
     assert sorted(p.name for p in checkpoints.iterdir()) == ["0000", "0001", "0002"]
     assert [result.step for result in results] == [1, 2]
@@ -91,7 +98,7 @@ def test_two_train_calls_write_checkpoints_0001_and_0002(tmp_path):
 
 
 def test_train_records_each_calls_groups_and_keyword_arguments(tmp_path):
-    backend, (_, results) = asyncio.run(register_and_train(tmp_path, steps=2))
+    backend, _, results = asyncio.run(register_and_train(tmp_path, steps=2))
     assert [call.kwargs for call in backend.train_calls] == [{"learning_rate": 1e-5}] * 2
     assert [len(call.groups) for call in backend.train_calls] == [1, 1]
     assert results[0].metrics["data/step_num_groups_trainable"] == 1.0

@@ -9,12 +9,17 @@ vLLM returns them. Token-alignment tests compare ART's training tokens with `inf
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import art
 from art.types import MessagesAndChoices
-from openai.types.chat import ChatCompletionMessage, ChatCompletionTokenLogprob
+from openai.types.chat import (
+    ChatCompletionMessage,
+    ChatCompletionMessageToolCallUnion,
+    ChatCompletionTokenLogprob,
+)
 from openai.types.chat.chat_completion import Choice, ChoiceLogprobs
 from openai.types.chat.chat_completion_message_function_tool_call import (
     ChatCompletionMessageFunctionToolCall,
@@ -26,7 +31,7 @@ SAMPLED_LOGPROB = -0.5
 SYSTEM_PROMPT = "You investigate billing disputes. Check the ledger before you answer."
 USER_COMPLAINT = "I think I was charged twice for INV-1001."
 
-_INVOICE_ID = {
+_INVOICE_ID: dict[str, object] = {
     "type": "object",
     "properties": {"invoice_id": {"type": "string", "description": "e.g. INV-1001"}},
     "required": ["invoice_id"],
@@ -136,7 +141,7 @@ def vllm_prompt_ids(
             call["function"]["arguments"] = json.loads(arguments) if arguments else {}
         if message.get("tool_calls") == []:
             del message["tool_calls"]
-    tools = [
+    tools: list[dict[Any, Any] | Callable[..., Any]] = [
         {
             "type": "function",
             "function": {
@@ -147,16 +152,15 @@ def vllm_prompt_ids(
         }
         for tool in TOOLS
     ]
-    return list(
-        tokenizer.apply_chat_template(
-            parsed,
-            tools=tools,
-            add_generation_prompt=True,
-            enable_thinking=False,
-            tokenize=True,
-            return_dict=False,
-        )
+    token_ids = tokenizer.apply_chat_template(
+        parsed,
+        tools=tools,
+        add_generation_prompt=True,
+        enable_thinking=False,
+        tokenize=True,
+        return_dict=False,
     )
+    return cast(list[int], token_ids)
 
 
 def sampled_token_ids(tokenizer: PreTrainedTokenizerBase, turn: Turn) -> list[int]:
@@ -198,13 +202,14 @@ def _choice(
         ChatCompletionTokenLogprob(
             token=f"token_id:{token_id}",
             logprob=SAMPLED_LOGPROB,
-            bytes=list(tokenizer.decode(token_id).encode("utf-8")),
+            bytes=list(cast(str, tokenizer.decode(token_id)).encode("utf-8")),
             top_logprobs=[],
         )
         for token_id in sample
     ]
+    tool_calls: list[ChatCompletionMessageToolCallUnion] = list(calls)
     message = ChatCompletionMessage(
-        role="assistant", content=None if calls else answer, tool_calls=calls or None
+        role="assistant", content=None if calls else answer, tool_calls=tool_calls or None
     )
     return Choice(
         index=0,

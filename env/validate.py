@@ -1,0 +1,157 @@
+"""Replays each scenario's reference solution and checks the end state against its truth.
+
+A scenario its own reference cannot solve is a generator bug, so every split must pass whole:
+credits, findings, no tool error, every overcharge shown by a read tool, nothing else written.
+Run: `python -m env.validate --split eval` (or val, heldout; `--split train --limit 2000`).
+Prints each failure with its reasons, then `passed/total`; exits 1 on any failure.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from env.cli import Parser, UsageError, map_seeds, positive_int, run
+from env.episode import drafted_credits
+from env.generator import generate
+from env.ledger_env import LedgerEnv, open_database
+from env.money import format_cents
+from env.scenario import Scenario, reveal_truth
+from env.splits import SPLITS, split_assignment, split_seeds
+from env.tools import READ_TOOLS
+
+EPISODE_ID = "validate"
+
+
+@dataclass(frozen=True)
+class ScenarioCheck:
+    split: str
+    seed: int
+    label: str
+    problems: tuple[str, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def table_contents(connection: sqlite3.Connection) -> dict[str, str]:
+    """Each table's rows in storage order, as text that tells 1 from 1.0 and '1'."""
+    names = [
+        row[0]
+        for row in connection.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
+        )
+    ]
+    schema = connection.execute("SELECT * FROM sqlite_master ORDER BY name").fetchall()
+    contents = {"sqlite_master": repr([tuple(row) for row in schema])}
+    for name in names:
+        rows = connection.execute(f'SELECT * FROM "{name}"').fetchall()
+        contents[name] = repr([tuple(row) for row in rows])
+    return contents
+
+
+def _untouched_problems(initial: bytes, final: bytes) -> list[str]:
+    """Everything but credit_notes is unchanged, and credit_notes only gained this episode's."""
+    before, after = open_database(initial), open_database(final)
+    try:
+        old, new = table_contents(before), table_contents(after)
+        problems = [
+            f"table {name} changed during the replay"
+            for name in sorted(old.keys() | new.keys())
+            if name != "credit_notes" and old.get(name) != new.get(name)
+        ]
+        kept = after.execute(
+            "SELECT * FROM credit_notes WHERE episode_id IS NOT ? ORDER BY rowid", (EPISODE_ID,)
+        ).fetchall()
+        original = before.execute("SELECT * FROM credit_notes ORDER BY rowid").fetchall()
+        if [tuple(r) for r in kept] != [tuple(r) for r in original]:
+            problems.append("credit notes not drafted by this episode were added or changed")
+    finally:
+        before.close()
+        after.close()
+    return problems
+
+
+def check_scenario(scenario: Scenario) -> list[str]:
+    """The reasons the reference replay of `scenario` falls short; empty when it is sound."""
+    truth = reveal_truth(scenario)
+    env = LedgerEnv(scenario, episode_id=EPISODE_ID)  # the budget an agent gets
+    try:
+        for step in truth.reference:
+            env.call(step.name, json.dumps(step.arguments))
+        log, findings = env.tool_log, env.findings
+        final = env.final_database()
+    finally:
+        env.close()
+    problems = []
+    if len(truth.reference) > env.tool_budget:
+        problems.append(f"reference has {len(truth.reference)} calls, budget {env.tool_budget}")
+    problems += [
+        f"tool error at call {n + 1} ({r.name}): {json.loads(r.result).get('error', r.result)}"
+        for n, r in enumerate(log)
+        if r.is_error
+    ]
+    credits = drafted_credits(final, EPISODE_ID)
+    if credits != truth.expected_credits:
+        problems.append(f"credits {_money(credits)} != expected {_money(truth.expected_credits)}")
+    if findings is None:
+        problems.append("the reference never submitted findings")
+    else:
+        if findings.root_cause != truth.label:
+            problems.append(f"findings label {findings.root_cause} != truth {truth.label}")
+        reported = {item.invoice_id: item.overcharge_cents for item in findings.affected_invoices}
+        if reported != truth.overcharges:
+            problems.append(f"findings {_money(reported)} != truth {_money(truth.overcharges)}")
+    # evidence is what the read tools showed: a credit note only echoes the amount it was given
+    shown = "\n".join(r.result for r in log if r.name in READ_TOOLS and not r.is_error)
+    for invoice, cents in truth.overcharges.items():
+        if format_cents(cents) not in shown:
+            problems.append(f"overcharge {format_cents(cents)} of {invoice} is in no tool output")
+    problems += _untouched_problems(scenario.database, final)
+    return problems
+
+
+def _money(amounts: dict[str, int]) -> str:
+    return "{" + ", ".join(f"{k}: {format_cents(v)}" for k, v in sorted(amounts.items())) + "}"
+
+
+def validate_seed(split: str, seed: int) -> ScenarioCheck:
+    label = split_assignment(split, seed).label
+    try:
+        scenario = generate.__wrapped__(split, seed)  # uncached: a long run must not hoard
+    except Exception as exc:  # a builder bug is a failure to report, not the end of the run
+        return ScenarioCheck(split, seed, label, (f"generation failed: {exc!r}",))
+    return ScenarioCheck(split, seed, label, tuple(check_scenario(scenario)))
+
+
+def validate_split(split: str, limit: int | None = None) -> list[ScenarioCheck]:
+    return map_seeds(validate_seed, split, split_seeds(split, limit))
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    parser = Parser(prog="python -m env.validate", description=__doc__.splitlines()[0])
+    parser.add_argument("--split", required=True, choices=list(SPLITS))
+    parser.add_argument("--limit", type=positive_int, help="first N seeds (required for train)")
+    args = parser.parse_args(argv)
+    if SPLITS[args.split].size is None and args.limit is None:
+        raise UsageError(f"split {args.split!r} is open-ended: pass --limit N")
+    checks = validate_split(args.split, args.limit)
+    failed = [c for c in checks if not c.ok]
+    for check in failed:
+        print(f"FAIL {check.split} seed {check.seed} ({check.label}):")
+        for problem in check.problems:
+            print(f"  - {problem}")
+    print(f"{len(checks) - len(failed)}/{len(checks)}")
+    return 1 if failed else 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run("python -m env.validate", _main, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,174 @@
+"""Runs as data: `runs/<name>.toml` holds everything that defines a training run.
+
+One pydantic model per section, `extra="forbid"`, so a typo is an error that names the field
+and the accepted values. `load_run(name)` is what `train.py` calls; the resolved config is
+saved beside the run's checkpoints and a changed config is refused on resume.
+See runs/README.md for the format.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from rewards.reward import RewardConfig
+
+RUNS_DIR = Path(__file__).resolve().parent.parent / "runs"
+ALL_LINEAR = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class LoraSection(Section):
+    rank: int = Field(16, ge=1, le=512)
+    alpha: int = Field(32, ge=1)
+    dropout: float = Field(0.0, ge=0.0, lt=1.0)
+    # all linear layers incl. the MLP ("LoRA Without Regret", Schulman et al. 2025)
+    target_modules: list[str] = Field(default_factory=lambda: list(ALL_LINEAR))
+
+
+class DataSection(Section):
+    split: Literal["train", "val"] = "train"
+    limit: int = Field(5000, ge=1, description="scenarios drawn from the split")
+    filter: str | None = Field(None, description="agent.filter output (JSON); keep 0 < rate < 1")
+    curriculum: list[Literal["L1", "L2", "L3"]] = Field(
+        default_factory=lambda: ["L1", "L2", "L3"],
+        description="difficulties in order: the data order walks easy to hard",
+    )
+    shuffle_seed: int = 0
+
+
+class GrpoSection(Section):
+    group_size: int = Field(8, ge=2)
+    groups_per_step: int = Field(8, ge=1)
+    max_steps: int = Field(300, ge=1)
+    learning_rate: float = Field(1e-5, gt=0)
+    wall_clock_hours: float = Field(8.0, gt=0)
+
+
+class LossSection(Section):
+    """ART `backend.train` loss keywords (0.5.18); recorded with the run and the report."""
+
+    loss_fn: Literal["cispo", "ppo"] = "cispo"
+    epsilon: float | None = Field(None, gt=0)
+    epsilon_high: float | None = Field(None, gt=0)
+    importance_sampling_level: Literal["token", "sequence"] = "token"
+    scale_rewards: bool = True  # std-normalised advantages; zero-variance groups are dropped first
+    kl_penalty_coef: float = Field(0.0, ge=0)
+
+
+class ValidationSection(Section):
+    every_steps: int = Field(50, ge=1)
+    split: Literal["val", "eval"] = "val"
+    limit: int = Field(100, ge=1)
+    k: int = Field(1, ge=1)
+
+
+class RolloutSection(Section):
+    tool_budget: int = Field(30, ge=1)
+    max_turns: int = Field(40, ge=1)
+    temperature: float = Field(1.0, ge=0)
+    max_tokens: int = Field(2048, ge=16)
+
+
+class BackendSection(Section):
+    kind: Literal["local", "serverless", "tinker"] = "local"
+    path: str = ".art"  # LocalBackend(path=...): explicit, never ART's package-relative default
+    project: str = "ledgergym"
+    gpu_memory_utilization: float = Field(0.7, gt=0, le=1)
+
+
+class ColdStartSection(Section):
+    """Rejection-sampled SFT before GRPO: keep only successful teacher trajectories."""
+
+    teacher: str = "reference"
+    scenarios: int = Field(200, ge=1)
+    samples: int = Field(1, ge=1)
+    epochs: int = Field(1, ge=1)
+    learning_rate: float = Field(2e-5, gt=0)
+
+
+class TrlSection(Section):
+    """The CPU path (TRL GRPOTrainer with environment_factory)."""
+
+    sft_steps: int = Field(150, ge=0)
+    sft_learning_rate: float = Field(3e-3, gt=0)
+    grpo_steps: int = Field(20, ge=1)
+    num_generations: int = Field(4, ge=2)
+    max_completion_length: int = Field(256, ge=16)
+    max_tool_calling_iterations: int = Field(8, ge=1)
+    loss_type: Literal["grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo"] = "dapo"
+    scale_rewards: Literal["group", "batch", "none"] = "group"
+    eval_scenarios: int = Field(8, ge=1)
+    torch_threads: int = Field(2, ge=1)
+
+
+class RunConfig(Section):
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$")
+    description: str = ""
+    trainer: Literal["art", "trl"] = "art"
+    base_model: str = "Qwen/Qwen3.5-4B"
+    seed: int = 0
+    reward: RewardConfig = Field(default_factory=RewardConfig)
+    lora: LoraSection = Field(default_factory=LoraSection)
+    data: DataSection = Field(default_factory=DataSection)
+    grpo: GrpoSection = Field(default_factory=GrpoSection)
+    loss: LossSection = Field(default_factory=LossSection)
+    validation: ValidationSection = Field(default_factory=ValidationSection)
+    rollout: RolloutSection = Field(default_factory=RolloutSection)
+    backend: BackendSection = Field(default_factory=BackendSection)
+    cold_start: ColdStartSection | None = None
+    trl: TrlSection | None = None
+
+    @model_validator(mode="after")
+    def _trainer_sections(self) -> RunConfig:
+        if self.trainer == "trl" and self.trl is None:
+            raise ValueError("trainer 'trl' needs a [trl] section")
+        return self
+
+    def fingerprint(self) -> str:
+        """Hash of the resolved config: a resumed run must match it (or pass --force)."""
+        text = json.dumps(self.model_dump(mode="json"), sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+class RunConfigError(ValueError):
+    """A run file that is missing or invalid; the message names the field and what is accepted."""
+
+
+def _describe(exc: ValidationError) -> str:
+    lines = []
+    for error in exc.errors():
+        where = ".".join(str(part) for part in error["loc"]) or "(top level)"
+        accepted = error.get("ctx", {}).get("expected")
+        lines.append(f"{where}: {error['msg']}" + (f" (accepted: {accepted})" if accepted else ""))
+    return "; ".join(lines)
+
+
+def available_runs(runs_dir: Path = RUNS_DIR) -> list[str]:
+    return sorted(p.stem for p in runs_dir.glob("*.toml"))
+
+
+def load_run(name_or_path: str, runs_dir: Path = RUNS_DIR) -> RunConfig:
+    path = Path(name_or_path)
+    if path.suffix != ".toml":
+        path = runs_dir / f"{name_or_path}.toml"
+    if not path.is_file():
+        known = ", ".join(available_runs(runs_dir)) or "none"
+        raise RunConfigError(f"no run file {path}; known runs: {known}")
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise RunConfigError(f"{path}: not valid TOML: {exc}") from None
+    data.setdefault("name", path.stem)
+    try:
+        return RunConfig.model_validate(data)
+    except ValidationError as exc:
+        raise RunConfigError(f"{path}: {_describe(exc)}") from None
