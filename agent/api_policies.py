@@ -8,9 +8,10 @@ retries without counting a turn, and fatal ones, which stop the run with one cle
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, cast
 
 import openai
+from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolParam
 from openai.types.chat.chat_completion import Choice
 
 from agent.policy import PolicyError, PolicyReply, TransientPolicyError
@@ -80,8 +81,11 @@ class OpenAICompatiblePolicy:
     ) -> PolicyReply:
         try:
             response = await self._client.chat.completions.create(
-                model=self.model_name, messages=messages, tools=tools, **self._params
-            )  # type: ignore[call-overload]
+                model=self.model_name,
+                messages=cast(list[ChatCompletionMessageParam], messages),
+                tools=cast(list[ChatCompletionToolParam], tools),
+                **self._params,
+            )
         except openai.OpenAIError as exc:
             raise _classify(exc, self.base_url) from exc
         usage = response.usage

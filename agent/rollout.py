@@ -12,10 +12,11 @@ import asyncio
 import random
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
-import art
+from art.types import MessagesAndChoices, Tools
 
+from agent.art_import import art
 from agent.messages import assistant_message
 from agent.policy import Policy, PolicyReply, TransientPolicyError
 from env.episode import EpisodeRecord, record_episode
@@ -32,7 +33,7 @@ class RolloutConfig:
     max_retries: int = 6
     backoff_s: float = 0.5  # first pause; doubles per retry, with jitter
     backoff_max_s: float = 30.0
-    reward: RewardConfig = field(default_factory=RewardConfig)
+    reward: RewardConfig = field(default_factory=lambda: RewardConfig())
 
 
 @dataclass
@@ -99,8 +100,8 @@ async def run_episode(
     tools = env.tool_specs()
     messages = env.initial_messages()
     trajectory = art.Trajectory(
-        messages_and_choices=list(messages),
-        tools=tools,
+        messages_and_choices=cast(MessagesAndChoices, list(messages)),
+        tools=cast(Tools, tools),
         reward=0.0,
         metadata=_metadata(scenario, policy, env),
     )

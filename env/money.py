@@ -55,7 +55,7 @@ def parse_rate(text: str) -> Fraction:
 
 
 def format_rate(rate: Fraction) -> str:
-    """Fraction(33, 400) -> "0.0825" (shortest exact decimal, at least one decimal)."""
+    """Fraction(33, 400) -> "0.0825": the shortest exact decimal; whole numbers print as "1"."""
     text = format(Decimal(rate.numerator) / Decimal(rate.denominator), "f")
     if "." in text:
         text = text.rstrip("0")

@@ -231,6 +231,8 @@ class Lookups:
         if sub is None:
             raise _missing("SUB", subscription_id)
         plan = self._one("SELECT * FROM plans WHERE id = ?", (sub["plan_id"],))
+        if plan is None:
+            raise NotFound(f"subscription {subscription_id} refers to a missing plan")
         prices = self.connection.execute(
             "SELECT unit_price_cents, effective_from, announced_at FROM plan_prices "
             "WHERE plan_id = ? ORDER BY effective_from",

@@ -5,6 +5,11 @@ tool outputs -> `RewardBreakdown` with every term, the total and the flags. Both
 return the same breakdown, so logs compare across runs. Decisions beyond the design:
 - the evidence term needs a non-empty chain: findings that cite nothing at all (no id, no
   amount, no date) earn no evidence credit, so "no_error" guessed without looking is not free;
+- the evidence term is paid for a chain that supports a right answer: label and amounts both
+  right. Paid for any traceable findings, it lifted wrong answers above half marks (right
+  label + a shown but wrong amount: 0.35 + 0.20; right amounts + wrong label + credits: 0.65;
+  a no_error guess after one call: 0.20 on every faulted case; see `rewards/cheats.py`).
+  Grounding is still taught on wrong answers by the hallucination penalty (0 against -0.5);
 - the binary variant needs the same non-empty chain on top of eval success and no
   hallucinated number;
 - amounts are right only when the reported map equals the truth exactly, so an amount
@@ -35,7 +40,9 @@ class RewardConfig(BaseModel):
     root_cause: float = Field(0.35, description="root cause correct")
     amounts: float = Field(0.35, description="exact per-invoice overcharges, none wrong")
     action: float = Field(0.10, description="credit notes equal the true overcharges")
-    evidence: float = Field(0.20, description="every cited number traceable")
+    evidence: float = Field(
+        0.20, description="every cited number traceable, for a right label and amounts"
+    )
     false_reversal: float = Field(-1.0, description="any invoice credited beyond its overcharge")
     hallucination: float = Field(-0.5, description="any cited number not traceable")
     extra_invoice: float = Field(-0.10, description="each unaffected invoice beyond the first")
@@ -114,7 +121,8 @@ def compute_reward(
         terms["root_cause"] = config.root_cause * label_right
         terms["amounts"] = config.amounts * amounts_right
         terms["action"] = config.action * action_right
-        terms["evidence"] = config.evidence * chain
+        # a chain earns credit only when it supports a right answer (module docstring)
+        terms["evidence"] = config.evidence * (chain and label_right and amounts_right)
         terms["hallucination"] = config.hallucination * bool(untraceable)
         terms["extra_invoices"] = config.extra_invoice * max(0, unaffected - 1)
     terms["false_reversal"] = config.false_reversal * false_reversal
@@ -127,7 +135,7 @@ def compute_reward(
     return RewardBreakdown(
         variant=config.variant,
         total=total,
-        terms={name: round(value, 6) for name, value in terms.items()},
+        terms={name: round(value, 6) + 0.0 for name, value in terms.items()},  # no -0.0
         false_reversal=false_reversal,
         hallucinated_numbers=bool(untraceable),
         submitted=findings is not None,

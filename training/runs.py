@@ -12,13 +12,14 @@ import hashlib
 import json
 import tomllib
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from rewards.reward import RewardConfig
 
 RUNS_DIR = Path(__file__).resolve().parent.parent / "runs"
+Difficulty = Literal["L1", "L2", "L3"]
 ALL_LINEAR = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
 
@@ -38,8 +39,8 @@ class DataSection(Section):
     split: Literal["train", "val"] = "train"
     limit: int = Field(5000, ge=1, description="scenarios drawn from the split")
     filter: str | None = Field(None, description="agent.filter output (JSON); keep 0 < rate < 1")
-    curriculum: list[Literal["L1", "L2", "L3"]] = Field(
-        default_factory=lambda: ["L1", "L2", "L3"],
+    curriculum: list[Difficulty] = Field(
+        default_factory=lambda: list(get_args(Difficulty)),
         description="difficulties in order: the data order walks easy to hard",
     )
     shuffle_seed: int = 0
@@ -100,6 +101,7 @@ class TrlSection(Section):
 
     sft_steps: int = Field(150, ge=0)
     sft_learning_rate: float = Field(3e-3, gt=0)
+    sft_batch_size: int = Field(2, ge=1)
     grpo_steps: int = Field(20, ge=1)
     num_generations: int = Field(4, ge=2)
     max_completion_length: int = Field(256, ge=16)

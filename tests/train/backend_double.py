@@ -25,7 +25,7 @@ from art.preprocessing.tokenize import TokenizedResult, tokenize_trajectory_grou
 from art.types import LocalTrainResult, TrainSFTConfig
 from transformers import PreTrainedTokenizerBase
 
-# Keyword arguments of LocalBackend.train in openpipe-art 0.5.18 (local/backend.py:638-678);
+# Keyword arguments of LocalBackend.train in openpipe-art 0.5.18 (local/backend.py:638-679);
 # test_backend_double checks this list against the installed signature.
 LOCAL_BACKEND_TRAIN_KWARGS = frozenset(
     {

@@ -120,6 +120,18 @@ def test_a_new_backend_and_model_resume_at_the_last_step(tmp_path):
     assert asyncio.run(resume()) == (2, 3)
 
 
+def test_delete_checkpoints_keeps_the_latest_and_the_best_validated_step(tmp_path, no_network):
+    async def scenario() -> None:
+        _, model, _ = await register_and_train(tmp_path, steps=3)
+        for step, reward in [(1, 0.9), (2, 0.4), (3, 0.6)]:
+            await model.log(metrics={"reward": reward}, step=step, split="val")
+        await model.delete_checkpoints()  # reads history.jsonl with polars (pinned <2)
+
+    asyncio.run(scenario())
+    checkpoints = tmp_path / PROJECT / "models" / "agent-001" / "checkpoints"
+    assert sorted(p.name for p in checkpoints.iterdir()) == ["0001", "0003"]
+
+
 def test_train_rejects_a_keyword_local_backend_does_not_take(tmp_path):
     async def scenario() -> None:
         model = new_model()

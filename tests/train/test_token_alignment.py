@@ -36,7 +36,7 @@ def groups_of(rollout: ToyRollout) -> list[art.TrajectoryGroup]:
 def art_tokenize(
     tokenizer, groups, tool_schema_format: str = TOOL_SCHEMA_FORMAT
 ) -> TokenizedResult:
-    """The call LocalBackend._get_packed_tensors makes (local/backend.py:477-488), unshuffled."""
+    """The call LocalBackend._get_packed_tensors makes (local/backend.py:477-487), unshuffled."""
     results = tokenize_trajectory_groups(
         tokenizer,
         groups,

@@ -1,9 +1,9 @@
 """A small byte-level BPE tokenizer with a Qwen3.5-shaped chat template, built in memory.
 
 Token-alignment tests need ART's real tokenisation code to run against a tokenizer that renders
-tool calls the way Qwen3.5 does, without downloading Qwen. The tokenizer is trained in about a
-second on generated billing sentences, splits text with Qwen2's pre-tokenizer pattern and keeps
-the chat markers as added tokens above the base vocabulary, as Qwen's does. Test-only helper.
+tool calls the way Qwen3.5 does, without downloading Qwen. It is trained in milliseconds on
+generated billing sentences, splits text with Qwen2's pre-tokenizer pattern and keeps the chat
+markers as added tokens above the base vocabulary, as Qwen's does. Test-only helper.
 """
 
 from __future__ import annotations
@@ -34,8 +34,9 @@ MARKUP_TOKENS = [
     "</tool_response>",
 ]
 # ART fills each trainable turn with the highest base-vocabulary id absent from the chat, then
-# finds it again after the template has trimmed the content. The last base token is therefore
-# made a plain two-letter word that trimming cannot change and that encodes to itself.
+# finds it again after the template has trimmed the content (art tokenize.py:380-424). The last
+# base token is therefore a plain two-letter word that trimming cannot change and that encodes
+# to itself.
 PLACEHOLDER_PAIR = ("Q", "x")
 
 _SUBJECTS = ["The customer", "Our records", "The invoice", "The payment", "Support", "The plan"]
@@ -99,7 +100,10 @@ def _append_placeholder_token(bpe: dict) -> None:
 
 
 def build_toy_tokenizer(vocab_size: int = 600) -> PreTrainedTokenizerFast:
-    """A fresh tokenizer each call (callers may set attributes); the training itself is cached."""
+    """A fresh tokenizer each call (callers may set attributes); the training itself is cached.
+
+    `vocab_size` is an upper bound: the small corpus runs out of merges near 480 tokens.
+    """
     backend = Tokenizer.from_str(_tokenizer_json(vocab_size))
     tokenizer = PreTrainedTokenizerFast(
         tokenizer_object=backend,

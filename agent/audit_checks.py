@@ -1,0 +1,436 @@
+"""The auditor's battery of checks: pure functions from gathered tool outputs to candidates.
+
+Each check reads only what the nine tools returned (`agent.audit_evidence.Evidence`) and
+proposes `Candidate` overcharges: an amount a tool already printed, or the `recompute_invoice`
+overrides that would show it. `agent.auditor` confirms them and reports.
+Tests: `pytest tests/agent/test_auditor.py`.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from datetime import date, timedelta
+from decimal import Decimal
+from typing import Any
+
+from agent.audit_evidence import Candidate, Event, Evidence, Json, cents, day, listed, money, rate
+
+TIMEZONE_LABEL = "timezone_period_boundary"
+# Which side of 1 a USD -> currency rate sits on: an analyst's sanity band, not scenario data.
+# A rate on the wrong side is most likely inverted; only a recompute confirms it.
+FX_BELOW_ONE = {"EUR": True, "GBP": True, "CAD": False, "AUD": False}
+FX_OUTLIER = Decimal("0.10")  # relative distance from the customer's median rate worth a look
+
+
+# checks that need no recompute: the tools print the overcharge ----------------------------------
+
+
+def duplicate_payments(ev: Evidence) -> list[Candidate]:
+    found = []
+    for summary in ev.invoices:
+        invoice_id = summary["invoice_id"]
+        paid = [
+            p
+            for p in ev.payments
+            if p.get("invoice_id") == invoice_id and p.get("status") == "succeeded"
+        ]
+        total = cents(summary.get("total"))
+        amounts = [cents(p.get("amount")) or 0 for p in paid]
+        if len(paid) < 2 or total is None or sum(amounts) <= total:
+            continue
+        shown = ", ".join(f"{p.get('payment_id')} {p.get('amount')}" for p in paid)
+        currency = str(summary.get("currency", ""))
+        note = (
+            f"{invoice_id} (total {money(total, currency)}) has {len(paid)} succeeded payments "
+            f"({shown} {currency})"
+        )
+        found.append(Candidate("duplicate_payment", invoice_id, note, cents=sum(amounts) - total))
+    return found
+
+
+def cancellation(events: list[Event]) -> Event | None:
+    """The cancellation request that stood: not withdrawn by a later `renewed` event."""
+    pending: Event | None = None
+    for event in events:
+        if event.kind == "cancel_requested":
+            pending = pending or event
+        elif event.kind == "renewed":
+            pending = None
+        elif event.kind == "canceled":
+            return pending or event
+    return pending
+
+
+def _period_end_after(summaries: list[Json], on: date) -> str | None:
+    """End of the billing period containing `on`: a cancellation takes effect there."""
+    ends = sorted(str(s.get("period_end")) for s in summaries if str(s.get("period_end")) > str(on))
+    return ends[0] if ends else None
+
+
+def billed_after_cancellation(ev: Evidence) -> list[Candidate]:
+    found = []
+    for sub_id in ev.timelines:
+        summaries = ev.of_subscription(sub_id)
+        cancel = cancellation(ev.events(sub_id))
+        if cancel is None:
+            continue
+        effective = _period_end_after(summaries, cancel.local)
+        if effective is None:
+            continue
+        # dated by its UTC day the request would fall in a later period: the timezone trap
+        crossed = _period_end_after(summaries, cancel.utc) != effective
+        label = TIMEZONE_LABEL if crossed else "billed_after_cancellation"
+        for summary in summaries:
+            total = cents(summary.get("total"))
+            if str(summary.get("period_start")) < effective or not total or total <= 0:
+                continue
+            note = (
+                f"{cancel.kind} at {cancel.stamp} UTC is {cancel.local} in {ev.timezone}, so "
+                f"{sub_id} ended on {effective}; {summary['invoice_id']} bills "
+                f"{summary.get('period_start')} to {summary.get('period_end')}, total "
+                f"{money(total, str(summary.get('currency', '')))}"
+            )
+            found.append(Candidate(label, summary["invoice_id"], note, cents=total))
+    return found
+
+
+def tax_exempt_charged(ev: Evidence) -> list[Candidate]:
+    certificate = ev.customer.get("exemption_certificate")
+    if not isinstance(certificate, dict):
+        return []
+    valid_from = str(certificate.get("valid_from", ""))
+    valid_until = str(certificate.get("valid_until", ""))
+    found = []
+    for summary in ev.fetched():
+        detail = ev.details[summary["invoice_id"]]
+        start = str(summary.get("period_start"))
+        tax = detail.get("tax") if isinstance(detail.get("tax"), dict) else {}
+        amount = cents(tax.get("amount"))
+        if tax.get("exempt") or not amount or amount <= 0:
+            continue
+        if not valid_from <= start < valid_until:
+            continue
+        note = (
+            f"certificate {certificate.get('certificate_id')} (valid {valid_from} until "
+            f"{valid_until}) covers {summary['invoice_id']} (period start {start}), yet tax "
+            f"{money(amount, str(detail.get('currency', '')))} was charged"
+        )
+        found.append(Candidate("tax_exempt_charged", summary["invoice_id"], note, cents=amount))
+    return found
+
+
+# checks confirmed by recompute_invoice ----------------------------------------------------------
+
+
+def wrong_tax_rate(ev: Evidence) -> list[Candidate]:
+    own = str(ev.customer.get("tax_jurisdiction", ""))
+    found = []
+    for summary in ev.fetched():
+        inputs = ev.inputs(summary["invoice_id"])
+        start = str(summary.get("period_start"))
+        right = ev.rate_on(start)
+        if inputs.get("tax_exempt") or right is None:
+            continue
+        billed = str(inputs.get("tax_rate"))
+        if rate(billed) == rate(right) and inputs.get("tax_jurisdiction") == own:
+            continue
+        note = (
+            f"{summary['invoice_id']} was taxed at {billed} ({inputs.get('tax_jurisdiction')}); "
+            f"get_tax_rate gives {right} for {own} on its period start {start}"
+        )
+        found.append(Candidate("wrong_tax_rate", summary["invoice_id"], note, {"tax_rate": right}))
+    return found
+
+
+def _in_force(
+    events: list[Event], kind: str, start: date, initial: Any, keys: tuple[str, ...], through: date
+) -> Any:
+    """The value plan or seat changes leave in force for a period starting on `start`.
+
+    A change that waits for a period boundary (`next_period`, `at_period_end`) counts once its
+    local day is before the start; an immediate one, or one that names no timing, counts from
+    its own day up to `through` (the start, or the last day when the invoice records a change
+    inside the period).
+    """
+    value = initial
+    for event in events:
+        if event.kind != kind:
+            continue
+        waits = event.details.get("effective") in ("next_period", "at_period_end")
+        if event.local < start if waits else event.local <= through:
+            value = next((event.details[k] for k in keys if k in event.details), value)
+    return value
+
+
+def _created(events: list[Event]) -> Json:
+    return next((e.details for e in events if e.kind == "created"), {})
+
+
+def _inside(events: list[Event], start: date, end: date) -> list[Event]:
+    """Immediate plan changes whose local day falls strictly inside a period."""
+    return [
+        e
+        for e in events
+        if e.kind == "plan_changed"
+        and e.details.get("effective") == "immediately"
+        and start < e.local < end
+    ]
+
+
+def _periods(ev: Evidence) -> list[tuple[Json, Json, date, date, list[Event]]]:
+    """(summary, inputs, start, end, its subscription's events) for each fetched invoice."""
+    rows = []
+    for summary in ev.fetched():
+        start, end = day(summary.get("period_start")), day(summary.get("period_end"))
+        if start is None or end is None or start >= end:
+            continue
+        events = ev.events(str(summary.get("subscription_id")))
+        rows.append((summary, ev.inputs(summary["invoice_id"]), start, end, events))
+    return rows
+
+
+def seat_count_mismatch(ev: Evidence) -> list[Candidate]:
+    found = []
+    for summary, inputs, start, end, events in _periods(ev):
+        plan = inputs.get("plan") if isinstance(inputs.get("plan"), dict) else {}
+        billed = inputs.get("seats")
+        if plan.get("pricing") != "per_seat" or not isinstance(billed, int):
+            continue
+        # `seats` is what was billed after any change recorded inside the period
+        through = start if inputs.get("previous_seats") is None else end - timedelta(days=1)
+        initial = _created(events).get("seats")
+        expected = _in_force(events, "seats_changed", start, initial, ("to_seats", "to"), through)
+        if not isinstance(expected, int) or expected >= billed:
+            continue
+        note = (
+            f"{summary['invoice_id']} bills {billed} seats, but the timeline's seats_changed "
+            f"events leave {expected} seats in force on {start}"
+        )
+        found.append(
+            Candidate("seat_count_mismatch", summary["invoice_id"], note, {"seats": expected})
+        )
+    return found
+
+
+def downgrade_not_applied(ev: Evidence) -> list[Candidate]:
+    found = []
+    for summary, inputs, start, end, events in _periods(ev):
+        plan = inputs.get("plan") if isinstance(inputs.get("plan"), dict) else {}
+        billed = plan.get("plan_id")
+        inside = _inside(events, start, end)
+        if inside:
+            expected = inside[-1].details.get("to_plan_id")
+        else:
+            initial = _created(events).get("plan_id")
+            expected = _in_force(events, "plan_changed", start, initial, ("to_plan_id",), start)
+        if not billed or not expected or billed == expected:
+            continue
+        note = (
+            f"{summary['invoice_id']} bills {billed}, but the plan_changed events put "
+            f"{expected} in force for the period from {start}"
+        )
+        found.append(
+            Candidate("downgrade_not_applied", summary["invoice_id"], note, {"plan_id": expected})
+        )
+    return found
+
+
+def proration_error(ev: Evidence) -> list[Candidate]:
+    found = []
+    for summary, inputs, start, end, events in _periods(ev):
+        recorded = day(inputs.get("plan_change_date"))
+        inside = _inside(events, start, end)
+        if inputs.get("previous_plan") is None or recorded is None or not inside:
+            continue
+        change = inside[-1]
+        if recorded == change.local:
+            continue
+        crossed = recorded == change.utc != change.local
+        note = (
+            f"plan_changed at {change.stamp} UTC is {change.local} in {ev.timezone}, but "
+            f"{summary['invoice_id']} prorated from plan_change_date {recorded}"
+        )
+        found.append(
+            Candidate(
+                TIMEZONE_LABEL if crossed else "proration_error",
+                summary["invoice_id"],
+                note,
+                {"plan_change_date": change.local.isoformat()},
+            )
+        )
+    return found
+
+
+def trial_period_charged(ev: Evidence) -> list[Candidate]:
+    found = []
+    for summary, inputs, start, end, events in _periods(ev):
+        ended = [e for e in events if e.kind == "trial_ended"]
+        if not ended or start >= ended[-1].local:
+            continue
+        trial_end = ended[-1]
+        charged_from = day(inputs.get("proration_start")) or start
+        if charged_from >= trial_end.local:
+            continue
+        crossed = charged_from == trial_end.utc != trial_end.local
+        label = TIMEZONE_LABEL if crossed else "trial_period_charged"
+        note = (
+            f"trial_ended at {trial_end.stamp} UTC makes {trial_end.local} ({ev.timezone}) the "
+            f"first charged day, but {summary['invoice_id']} charged from {charged_from}"
+        )
+        total = cents(summary.get("total"))
+        if trial_end.local >= end and total:  # the whole period lay inside the trial
+            note += f"; its whole period is inside the trial, total {summary.get('total')}"
+            found.append(Candidate(label, summary["invoice_id"], note, cents=total))
+            continue
+        overrides = {"proration_start": trial_end.local.isoformat()}
+        found.append(Candidate(label, summary["invoice_id"], note, overrides))
+    return found
+
+
+def _coupon_periods(ev: Evidence, sub_id: str, coupon: Json) -> list[Json]:
+    """Summaries of the periods the subscription's coupon covers, by its window and duration."""
+    code = coupon.get("code")
+    events = ev.events(sub_id)
+    applied = [
+        e.local
+        for e in events
+        if e.kind == "coupon_applied" and e.details.get("coupon_code") == code
+    ]
+    if not applied:
+        return []
+    removed = [e.local for e in events if e.kind == "coupon_removed" and e.local >= applied[0]]
+    valid_from, valid_until = str(coupon.get("valid_from")), str(coupon.get("valid_until"))
+    eligible = []
+    for summary in ev.of_subscription(sub_id):
+        start = str(summary.get("period_start"))
+        if start < applied[0].isoformat() or not valid_from <= start <= valid_until:
+            continue
+        if removed and start >= removed[0].isoformat():
+            continue
+        eligible.append(summary)
+    duration = coupon.get("duration")
+    if duration == "once":
+        return eligible[:1]
+    if duration == "repeating":
+        periods = coupon.get("duration_periods")
+        return eligible[: periods if isinstance(periods, int) else 0]
+    return eligible
+
+
+def coupon_not_applied(ev: Evidence) -> list[Candidate]:
+    found = []
+    for sub_id, timeline in ev.timelines.items():
+        coupon = timeline.get("coupon")
+        if not isinstance(coupon, dict) or not coupon.get("code"):
+            continue
+        for summary in _coupon_periods(ev, sub_id, coupon):
+            inputs = ev.inputs(summary["invoice_id"])
+            if not inputs or inputs.get("coupon") is not None:
+                continue
+            note = (
+                f"coupon {coupon['code']} ({coupon.get('duration')}, valid "
+                f"{coupon.get('valid_from')} to {coupon.get('valid_until')}) covers the period "
+                f"from {summary.get('period_start')}, but {summary['invoice_id']} has no coupon"
+            )
+            overrides = {"coupon_code": coupon["code"]}
+            found.append(Candidate("coupon_not_applied", summary["invoice_id"], note, overrides))
+    return found
+
+
+def usage_overage_miscalculated(ev: Evidence) -> list[Candidate]:
+    found = []
+    for summary, inputs, start, _, _ in _periods(ev):
+        units = inputs.get("usage_units")
+        plan = inputs.get("plan") if isinstance(inputs.get("plan"), dict) else {}
+        timeline = ev.timelines.get(str(summary.get("subscription_id")), {})
+        if not isinstance(units, int):
+            continue
+        records = [
+            u.get("units")
+            for u in listed(timeline.get("usage"))
+            if isinstance(u, dict) and u.get("period_start") == start.isoformat()
+        ]
+        terms = timeline.get("plan") if isinstance(timeline.get("plan"), dict) else {}
+        included = terms.get("included_units")
+        invoice_id = summary["invoice_id"]
+        if records and isinstance(records[0], int) and units > records[0]:
+            note = f"{invoice_id} bills {units} usage units; the usage record shows {records[0]}"
+            overrides: Json = {"usage_units": records[0]}
+        elif (
+            terms.get("plan_id") == plan.get("plan_id")
+            and isinstance(included, int)
+            and isinstance(plan.get("included_units"), int)
+            and plan["included_units"] < included
+        ):
+            note = (
+                f"{invoice_id} counts {plan['included_units']} included units; plan "
+                f"{terms.get('plan_id')} includes {included}"
+            )
+            overrides = {"included_units": included}
+        else:
+            continue
+        found.append(Candidate("usage_overage_miscalculated", invoice_id, note, overrides))
+    return found
+
+
+def _fx_rows(ev: Evidence) -> list[tuple[Json, Json, Decimal]]:
+    rows = []
+    for summary in ev.fetched():
+        inputs = ev.inputs(summary["invoice_id"])
+        value = rate(inputs.get("fx_rate"))
+        if inputs.get("currency") != "USD" and value is not None and value > 0:
+            rows.append((summary, inputs, value))
+    return rows
+
+
+def _fx_suspect(inputs: Json, value: Decimal, median: Decimal) -> str | None:
+    if inputs.get("fx_rate_date") != inputs.get("period_start"):
+        return f"the rate of {inputs.get('fx_rate_date')}, not of its period start"
+    below = FX_BELOW_ONE.get(str(inputs.get("currency")))
+    if below is not None and (value < 1) != below:
+        return "a rate on the wrong side of 1 for this currency (inverted?)"
+    if abs(value - median) / median > FX_OUTLIER:
+        return "far from the customer's other rates"
+    return None
+
+
+def currency_conversion_error(ev: Evidence, *, sweep: bool = False) -> list[Candidate]:
+    """Suspicious conversions; with `sweep`, every other converted invoice too (spare budget)."""
+    rows = _fx_rows(ev)
+    if not rows:
+        return []
+    median = Decimal(statistics.median(value for _, _, value in rows))
+    found = []
+    for summary, inputs, value in rows:
+        why = _fx_suspect(inputs, value, median)
+        if (why is None) != sweep:
+            continue
+        start = str(summary.get("period_start"))
+        note = f"{summary['invoice_id']} converted at {inputs.get('fx_rate')}"
+        note += f", {why}" if why else f"; checked against the rate of its period start {start}"
+        overrides = {"fx_rate_date": start}
+        found.append(Candidate("currency_conversion_error", summary["invoice_id"], note, overrides))
+    return found
+
+
+# The battery, in the order candidates are confirmed when the budget is short.
+PRINTED_CHECKS: tuple[Callable[[Evidence], list[Candidate]], ...] = (
+    duplicate_payments,
+    billed_after_cancellation,
+    tax_exempt_charged,
+)
+RECOMPUTE_CHECKS: tuple[Callable[[Evidence], list[Candidate]], ...] = (
+    trial_period_charged,
+    proration_error,
+    downgrade_not_applied,
+    seat_count_mismatch,
+    coupon_not_applied,
+    usage_overage_miscalculated,
+    wrong_tax_rate,
+    currency_conversion_error,
+)
+
+
+def run_checks(ev: Evidence) -> list[Candidate]:
+    return [c for check in (*PRINTED_CHECKS, *RECOMPUTE_CHECKS) for c in check(ev)]

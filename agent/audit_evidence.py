@@ -1,0 +1,132 @@
+"""What the auditor has seen: tool outputs gathered into one `Evidence`, and how to read them.
+
+Tool results are plain JSON; these helpers turn amounts, rates, days and UTC event stamps into
+values a check can compare, and return None rather than raise on anything malformed, so no
+odd tool output can break the auditor. Used by `agent.audit_checks` and `agent.auditor`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from decimal import Decimal, InvalidOperation
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from env.money import format_cents
+
+Json = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    label: str
+    invoice_id: str
+    note: str  # the evidence in words, citing tool numbers
+    overrides: Json | None = None  # recompute with these to confirm and measure
+    cents: int | None = None  # an overcharge a tool printed literally; no recompute needed
+
+
+@dataclass(frozen=True)
+class Event:
+    stamp: str
+    kind: str
+    local: date  # the day in the customer's timezone
+    utc: date  # the day of the UTC timestamp, which a careless biller uses
+    details: Json
+
+
+@dataclass(frozen=True)
+class TaxWindow:
+    rate: str
+    start: str
+    end: str | None  # exclusive; None = open-ended
+
+    def covers(self, day: str) -> bool:
+        return self.start <= day and (self.end is None or day < self.end)
+
+
+@dataclass
+class Evidence:
+    """Everything the auditor's opening look-ups returned; failed look-ups are simply absent."""
+
+    customer: Json = field(default_factory=dict)
+    invoices: list[Json] = field(default_factory=list)  # list_invoices summaries
+    timelines: dict[str, Json] = field(default_factory=dict)
+    payments: list[Json] = field(default_factory=list)
+    details: dict[str, Json] = field(default_factory=dict)  # get_invoice results
+    tax_windows: list[TaxWindow] = field(default_factory=list)
+
+    @property
+    def timezone(self) -> str:
+        return str(self.customer.get("timezone") or "UTC")
+
+    def inputs(self, invoice_id: str) -> Json:
+        inputs = self.details.get(invoice_id, {}).get("billing_inputs")
+        return inputs if isinstance(inputs, dict) else {}
+
+    def fetched(self) -> list[Json]:
+        """Summaries of the invoices whose details were fetched, in period order."""
+        return [s for s in self.invoices if self.inputs(s["invoice_id"])]
+
+    def of_subscription(self, subscription_id: str) -> list[Json]:
+        return [s for s in self.invoices if s.get("subscription_id") == subscription_id]
+
+    def events(self, subscription_id: str) -> list[Event]:
+        raw = listed(self.timelines.get(subscription_id, {}).get("events"))
+        return [e for e in (to_event(r, self.timezone) for r in raw) if e is not None]
+
+    def rate_on(self, day: str) -> str | None:
+        return next((w.rate for w in self.tax_windows if w.covers(day)), None)
+
+
+# parsing -------------------------------------------------------------------------------------
+
+
+def listed(value: Any) -> list[Any]:
+    """A list field of a tool result; anything else reads as empty."""
+    return value if isinstance(value, list) else []
+
+
+def cents(text: Any) -> int | None:
+    """ "12.40" -> 1240, "-0.05" -> -5; None for anything else."""
+    try:
+        value = Decimal(str(text))
+    except (InvalidOperation, ValueError):
+        return None
+    if not value.is_finite() or value != value.quantize(Decimal("0.01")):
+        return None
+    return int(value * 100)
+
+
+def rate(text: Any) -> Decimal | None:
+    try:
+        value = Decimal(str(text))
+    except (InvalidOperation, ValueError):
+        return None
+    return value if value.is_finite() else None
+
+
+def day(text: Any) -> date | None:
+    try:
+        return date.fromisoformat(str(text)[:10])
+    except ValueError:
+        return None
+
+
+def to_event(raw: Any, timezone: str) -> Event | None:
+    """A timeline event with its local and UTC days; None when the stamp or zone is unreadable."""
+    if not isinstance(raw, dict):
+        return None
+    stamp = str(raw.get("occurred_at", ""))
+    try:
+        moment = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+        local = moment.astimezone(ZoneInfo(timezone)).date()
+    except (ValueError, ZoneInfoNotFoundError, OSError, OverflowError):
+        return None
+    details = raw.get("details") if isinstance(raw.get("details"), dict) else {}
+    return Event(stamp, str(raw.get("type", "")), local, moment.date(), details)
+
+
+def money(amount: int, currency: str) -> str:
+    return f"{format_cents(amount)} {currency}"

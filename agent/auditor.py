@@ -1,0 +1,231 @@
+"""The auditor: a deterministic, scripted billing analyst, the first row of the leaderboard.
+
+It uses only the nine tools and the public complaint: look everything up, run a fixed battery
+of checks (`agent.audit_checks`), confirm each hit with `recompute_invoice` or an amount a tool
+printed, credit exactly that, and report the class with the largest total. It never reads the
+truth: grading lives in `agent.auditor_cli`, which this module's command runs.
+Run: `python -m agent.auditor --split eval` (also `heldout`, or `train --limit 500`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Any
+
+from agent.audit_checks import currency_conversion_error, run_checks
+from agent.audit_evidence import Candidate, Evidence, TaxWindow, cents, listed
+from env.ledger_env import DEFAULT_TOOL_BUDGET
+from env.money import format_cents
+from env.scenario import Scenario, ToolCall
+
+Json = dict[str, Any]
+DETAIL_RESERVE = 9  # calls kept back from get_invoice for tax look-ups, confirmations, report
+TAX_RESERVE = 6  # calls kept back from get_tax_rate
+SUMMARY_LIMIT = 3900  # submit_findings accepts 4000 characters
+_INVOICE_ID = re.compile(r"INV-[0-9A-Z]{4,12}")
+
+
+@dataclass(frozen=True)
+class Finding:
+    label: str
+    invoice_id: str
+    cents: int
+    note: str
+
+
+class _Audit:
+    """One investigation's call counter; every tool call goes through `ask`."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.used = 0
+
+    @property
+    def left(self) -> int:
+        return self.budget - self.used
+
+    def ask(self, name: str, **arguments: Any) -> Generator[ToolCall, str, Json]:
+        """One tool call; an error or unreadable result comes back as `{}`."""
+        self.used += 1
+        text = yield ToolCall(name, arguments)
+        try:
+            result = json.loads(text)
+        except (TypeError, ValueError):
+            return {}
+        return result if isinstance(result, dict) and "error" not in result else {}
+
+    # 1. look everything up -----------------------------------------------------------------
+    def gather(self, customer_id: str, complaint: str) -> Generator[ToolCall, str, Evidence]:
+        ev = Evidence()
+        if self.left <= 3:  # too few calls to look: report what nothing showed
+            return ev
+        ev.customer = yield from self.ask("get_customer", customer_id=customer_id)
+        listing = yield from self.ask("list_invoices", customer_id=customer_id)
+        ev.invoices = [
+            s
+            for s in listed(listing.get("invoices"))
+            if isinstance(s, dict) and isinstance(s.get("invoice_id"), str)
+        ]
+        subs = list(listed(ev.customer.get("subscription_ids")))
+        subs += [s.get("subscription_id") for s in ev.invoices]
+        for sub_id in dict.fromkeys(s for s in subs if isinstance(s, str)):
+            if self.left > DETAIL_RESERVE:
+                ev.timelines[sub_id] = yield from self.ask(
+                    "get_subscription_timeline", subscription_id=sub_id
+                )
+        payments = yield from self.ask("list_payments", customer_id=customer_id)
+        ev.payments = [p for p in listed(payments.get("payments")) if isinstance(p, dict)]
+        for summary in _reading_order(ev.invoices, complaint):
+            if self.left <= DETAIL_RESERVE:
+                break
+            invoice_id = summary["invoice_id"]
+            ev.details[invoice_id] = yield from self.ask("get_invoice", invoice_id=invoice_id)
+        yield from self.tax_windows(ev)
+        return ev
+
+    def tax_windows(self, ev: Evidence) -> Generator[ToolCall, str, None]:
+        """The customer's rate for each invoice's period start; one look-up covers a window."""
+        jurisdiction = ev.customer.get("tax_jurisdiction")
+        if not isinstance(jurisdiction, str):
+            return
+        for summary in ev.fetched():
+            start = str(summary.get("period_start"))
+            if ev.inputs(summary["invoice_id"]).get("tax_exempt") or ev.rate_on(start):
+                continue
+            if self.left <= TAX_RESERVE:
+                return
+            found = yield from self.ask("get_tax_rate", jurisdiction=jurisdiction, date=start)
+            rate, since, until = (found.get(k) for k in ("rate", "effective_from", "effective_to"))
+            if isinstance(rate, str) and isinstance(since, str) and isinstance(until, str | None):
+                window = TaxWindow(rate, since, until)
+                if not window.covers(start):  # never loop on a window that misses its own day
+                    return
+                ev.tax_windows.append(window)
+
+    # 2. confirm what the checks suspect ------------------------------------------------------
+    def confirm(self, ev: Evidence) -> Generator[ToolCall, str, list[Finding]]:
+        findings: list[Finding] = []
+        for candidate in run_checks(ev):
+            found = yield from self.verify(candidate, findings)
+            findings += found
+        if not findings:  # nothing suspicious: spare calls check the other conversions too
+            for candidate in currency_conversion_error(ev, sweep=True):
+                found = yield from self.verify(candidate, findings)
+                findings += found
+        return findings
+
+    def verify(
+        self, candidate: Candidate, findings: list[Finding]
+    ) -> Generator[ToolCall, str, list[Finding]]:
+        if any(
+            f.invoice_id == candidate.invoice_id and f.label == candidate.label for f in findings
+        ):
+            return []
+        if candidate.overrides is None:
+            amount = candidate.cents or 0  # findings refuse 0.00: such a hit is no overcharge
+            found = Finding(candidate.label, candidate.invoice_id, amount, candidate.note)
+            return [found] if amount > 0 else []
+        credits = len({f.invoice_id for f in findings} | {candidate.invoice_id})
+        if self.left < 1 + credits + 1:  # this recompute, a credit per invoice, the report
+            return []
+        result = yield from self.ask(
+            "recompute_invoice", invoice_id=candidate.invoice_id, **candidate.overrides
+        )
+        difference = cents(result.get("difference"))
+        if difference is None or difference <= 0:
+            return []
+        shown = ", ".join(f"{k}={v}" for k, v in candidate.overrides.items())
+        note = (
+            f"{candidate.note}; recompute_invoice with {shown} totals {result.get('total')} "
+            f"against billed {result.get('billed_total')}, difference {result.get('difference')} "
+            f"{result.get('currency', '')}"
+        )
+        return [Finding(candidate.label, candidate.invoice_id, difference, note)]
+
+    # 3. credit and report ------------------------------------------------------------------
+    def report(self, evidence: Evidence, findings: list[Finding]) -> Generator[ToolCall, str, None]:
+        if not findings:
+            yield from self.ask(
+                "submit_findings",
+                root_cause="no_error",
+                affected_invoices=[],
+                summary=_clean_summary(evidence),
+            )
+            return
+        label = _winning_label(findings)
+        chosen: dict[str, Finding] = {}
+        for finding in findings:
+            if finding.label == label:
+                chosen.setdefault(finding.invoice_id, finding)
+        reason = f"Verified {label.replace('_', ' ')}"
+        for invoice_id, finding in chosen.items():
+            if self.left > 1:
+                amount = format_cents(finding.cents)
+                yield from self.ask(
+                    "draft_credit_note", invoice_id=invoice_id, amount=amount, reason=reason
+                )
+        affected = [
+            {"invoice_id": i, "overcharge_amount": format_cents(f.cents)} for i, f in chosen.items()
+        ]
+        summary = _clip(f"{label}: " + "; ".join(f.note for f in chosen.values()) + ".")
+        yield from self.ask(
+            "submit_findings", root_cause=label, affected_invoices=affected, summary=summary
+        )
+
+
+def _reading_order(invoices: list[Json], complaint: str) -> list[Json]:
+    """Invoices the complaint names first, then the rest in period order."""
+    named = set(_INVOICE_ID.findall(complaint))
+    return [s for s in invoices if s["invoice_id"] in named] + [
+        s for s in invoices if s["invoice_id"] not in named
+    ]
+
+
+def _clean_summary(evidence: Evidence) -> str:
+    checked = [
+        f"{s['invoice_id']} ({s.get('total')} {s.get('currency')})" for s in evidence.fetched()
+    ]
+    return _clip(
+        "Checked payments, cancellations, trials, plan and seat changes, coupons, usage, tax "
+        "rates, exemption and fx rates of "
+        + (", ".join(checked) if checked else "the account")
+        + ": every charge matches its inputs, so nothing is credited."
+    )
+
+
+def _clip(text: str) -> str:
+    """Cuts between two items, never through a number that must stay traceable."""
+    if len(text) <= SUMMARY_LIMIT:
+        return text
+    cut = max(text.rfind("; ", 0, SUMMARY_LIMIT - 4), text.rfind(", ", 0, SUMMARY_LIMIT - 4))
+    return text[: max(cut, 0)] + " ..."
+
+
+def _winning_label(findings: list[Finding]) -> str:
+    """The class with the largest total overcharge; ties go to the check that ran first."""
+    totals: dict[str, int] = {}
+    for finding in findings:
+        totals[finding.label] = totals.get(finding.label, 0) + finding.cents
+    return max(totals, key=lambda label: totals[label])
+
+
+def auditor_program(
+    scenario: Scenario, budget: int = DEFAULT_TOOL_BUDGET
+) -> Generator[ToolCall, str, None]:
+    """Reads only `customer_id` and `complaint` from the scenario, as the agent can."""
+    audit = _Audit(budget)
+    evidence = yield from audit.gather(scenario.customer_id, scenario.complaint)
+    findings = yield from audit.confirm(evidence)
+    yield from audit.report(evidence, findings)
+
+
+__all__ = ["Finding", "auditor_program"]
+
+if __name__ == "__main__":  # the grading command lives apart: this module never sees the truth
+    from agent.auditor_cli import main
+
+    sys.exit(main())

@@ -1,0 +1,321 @@
+"""How fast the environment is: generation, reset, each tool, reward, and whole episodes.
+
+RL wants thousands of episodes per step, so each figure is printed beside its target with
+PASS/MISS. Times are wall clock on whatever else the machine runs: the 1-minute load average
+is printed first. The rollout part imports ART (torch) and costs ~10-20 s of import alone.
+Run: `python -m env.bench [--quick] [--no-rollout] [--json PATH]`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import statistics
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from env.cli import Parser, UsageError, run
+from env.episode import EpisodeRecord, record_episode
+from env.generator import generate
+from env.ledger_env import LedgerEnv, open_database
+from env.scenario import Scenario, reveal_truth
+from env.splits import split_seeds
+from env.tools import TOOL_NAMES
+
+MS = 1000.0
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """How much of each measurement to take; `quick` is for tests and smoke runs."""
+
+    generated: int = 600
+    scenarios: int = 24
+    resets: int = 3000
+    tool_repeats: int = 40
+    reward_repeats: int = 20
+    episodes: int = 192
+
+    @classmethod
+    def quick(cls) -> Sizes:
+        return cls(
+            generated=40, scenarios=6, resets=200, tool_repeats=5, reward_repeats=3, episodes=16
+        )
+
+
+@dataclass
+class Figure:
+    name: str
+    value: float
+    unit: str
+    target: float | None = None
+    higher_is_better: bool = False
+    extra: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool | None:
+        if self.target is None:
+            return None
+        return self.value >= self.target if self.higher_is_better else self.value <= self.target
+
+    def line(self) -> str:
+        extra = ", ".join(f"{k} {v:.4g}" for k, v in self.extra.items())
+        shown = f"{self.value:.4g} {self.unit}" + (f" ({extra})" if extra else "")
+        if self.target is None:
+            return f"{self.name:<34} {shown}"
+        sign = ">=" if self.higher_is_better else "<="
+        verdict = "PASS" if self.passed else "MISS"
+        return f"{self.name:<34} {shown:<44} target {sign} {self.target:g}  {verdict}"
+
+
+def p99(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+
+
+def _timed_ms(values: list[float], name: str, target: float | None) -> Figure:
+    return Figure(
+        name, statistics.median(values) * MS, "ms median", target, extra={"p99": p99(values) * MS}
+    )
+
+
+# generation -----------------------------------------------------------------------------------
+
+
+def bench_generation(count: int) -> tuple[Figure, ...]:
+    """Fresh scenarios (the uncached function) from train seeds no other figure uses."""
+    seeds = split_seeds("train", 50_000 + count)[-count:]
+    for seed in split_seeds("train", 30):  # first use of each fault module imports it
+        generate.__wrapped__("train", seed)
+    sizes = []
+    wall, cpu = time.perf_counter(), time.process_time()
+    for seed in seeds:
+        sizes.append(len(generate.__wrapped__("train", seed).database))
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    # both clocks: on a busy machine the wall rate is the other jobs' business too
+    rates = (
+        Figure("generation (wall clock)", count / wall, "scenarios/s", 200, True),
+        Figure("generation (cpu time)", count / cpu, "scenarios/s", 200, True),
+    )
+    size = Figure("database size", statistics.median(sizes), "bytes median",
+                  extra={"max": max(sizes)})  # fmt: skip
+    return (*rates, size)
+
+
+# reset and tools ------------------------------------------------------------------------------
+
+
+def bench_reset(scenarios: Sequence[Scenario], rounds: int) -> tuple[Figure, Figure]:
+    resets, firsts = [], []
+    for n in range(rounds):
+        scenario = scenarios[n % len(scenarios)]
+        arguments = json.dumps({"customer_id": scenario.customer_id})
+        start = time.perf_counter()
+        env = LedgerEnv(scenario)
+        built = time.perf_counter()
+        env.call("get_customer", arguments)
+        done = time.perf_counter()
+        env.close()
+        resets.append(built - start)
+        firsts.append(done - start)
+    return _timed_ms(resets, "reset (LedgerEnv construction)", 0.2), _timed_ms(
+        firsts, "reset + first query", None
+    )
+
+
+def tool_arguments(scenario: Scenario) -> dict[str, list[dict[str, Any]]]:
+    """Calls worth timing: the reference's own, plus one plain call of every tool."""
+    db = open_database(scenario.database)
+    try:
+        jurisdiction = db.execute("SELECT tax_jurisdiction FROM customers").fetchone()[0]
+        invoice, sub, start = db.execute(
+            "SELECT id, subscription_id, period_start FROM invoices ORDER BY period_start"
+        ).fetchone()
+    finally:
+        db.close()
+    customer = scenario.customer_id
+    calls: dict[str, list[dict[str, Any]]] = {
+        "get_customer": [{"customer_id": customer}],
+        "list_invoices": [{"customer_id": customer}],
+        "get_invoice": [{"invoice_id": invoice}],
+        "list_payments": [{"customer_id": customer}],
+        "get_subscription_timeline": [{"subscription_id": sub}],
+        "get_tax_rate": [{"jurisdiction": jurisdiction, "date": start}],
+        "recompute_invoice": [{"invoice_id": invoice}],
+        # a cent at a time: repeats must not run into the "exceeds uncredited" refusal
+        "draft_credit_note": [{"invoice_id": invoice, "amount": "0.01", "reason": "bench"}],
+        "submit_findings": [],
+    }
+    for step in reveal_truth(scenario).reference:
+        if step.name != "draft_credit_note":
+            calls[step.name].append(step.arguments)
+    return calls
+
+
+def bench_tools(scenarios: Sequence[Scenario], repeats: int) -> list[Figure]:
+    times: dict[str, list[float]] = defaultdict(list)
+    errors: dict[str, int] = defaultdict(int)
+    for scenario in scenarios:
+        calls = tool_arguments(scenario)
+        env = LedgerEnv(scenario, tool_budget=10**9)
+        env.call("get_customer", json.dumps({"customer_id": scenario.customer_id}))  # warm
+        for name in TOOL_NAMES:
+            if name == "submit_findings":
+                continue
+            for arguments in calls[name]:
+                text = json.dumps(arguments)
+                for _ in range(repeats):
+                    start = time.perf_counter()
+                    result = env.call(name, text)
+                    times[name].append(time.perf_counter() - start)
+                    errors[name] += '"error"' in result[:10]
+        env.close()
+        for arguments in calls["submit_findings"]:  # ends an episode: a fresh one per call
+            for _ in range(repeats):
+                env = LedgerEnv(scenario)
+                env.call("get_customer", json.dumps({"customer_id": scenario.customer_id}))
+                start = time.perf_counter()
+                result = env.call("submit_findings", json.dumps(arguments))
+                times["submit_findings"].append(time.perf_counter() - start)
+                errors["submit_findings"] += '"error"' in result[:10]
+                env.close()
+    figures = []
+    for name in TOOL_NAMES:
+        figure = _timed_ms(times[name], f"tool {name}", 0.1)
+        figure.extra["calls"] = len(times[name])
+        if errors[name]:
+            figure.extra["error results"] = errors[name]
+        figures.append(figure)
+    return figures
+
+
+# reward and episodes --------------------------------------------------------------------------
+
+
+def replay(scenario: Scenario) -> EpisodeRecord:
+    """The reference solution through a bare LedgerEnv: no policy, no chat, no trajectory."""
+    env = LedgerEnv(scenario)
+    try:
+        for step in reveal_truth(scenario).reference:
+            env.call(step.name, json.dumps(step.arguments))
+        return record_episode(env)
+    finally:
+        env.close()
+
+
+def bench_reward(scenarios: Sequence[Scenario], repeats: int) -> Figure:
+    from rewards.reward import compute_reward
+
+    times = []
+    for scenario in scenarios:
+        truth, record = reveal_truth(scenario), replay(scenario)
+        for _ in range(repeats):
+            start = time.perf_counter()
+            compute_reward(truth, record)
+            times.append(time.perf_counter() - start)
+    return _timed_ms(times, "reward per episode", 1.0)
+
+
+def bench_raw_replay(scenarios: Sequence[Scenario], episodes: int) -> Figure:
+    from rewards.reward import compute_reward
+
+    start = time.perf_counter()
+    for n in range(episodes):
+        scenario = scenarios[n % len(scenarios)]
+        compute_reward(reveal_truth(scenario), replay(scenario))
+    rate = episodes / (time.perf_counter() - start)
+    return Figure("raw replay + reward (sequential)", rate, "episodes/s")
+
+
+def bench_rollouts(scenarios: Sequence[Scenario], episodes: int) -> tuple[list[Figure], float]:
+    """`run_episode` with the reference policy at 1, 8 and 64 concurrent episodes."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network at import
+    started = time.perf_counter()
+    from agent.program_policy import reference_policy
+    from agent.rollout import run_episode
+
+    imported = time.perf_counter() - started
+    policy = reference_policy()
+
+    async def batch(concurrency: int) -> float:
+        gate = asyncio.Semaphore(concurrency)
+
+        async def one(n: int) -> None:
+            async with gate:
+                await run_episode(policy, scenarios[n % len(scenarios)])
+
+        begin = time.perf_counter()
+        await asyncio.gather(*(one(n) for n in range(episodes)))
+        return episodes / (time.perf_counter() - begin)
+
+    asyncio.run(batch(1))  # warm: first trajectories build pydantic validators
+    figures = [
+        Figure(f"run_episode at concurrency {c}", asyncio.run(batch(c)), "episodes/s")
+        for c in (1, 8, 64)
+    ]
+    return figures, imported
+
+
+# command --------------------------------------------------------------------------------------
+
+
+def run_bench(
+    sizes: Sizes, *, rollouts: bool, say: Callable[[str], None] = print
+) -> dict[str, Any]:
+    report: dict[str, Any] = {"load_average_1m": os.getloadavg()[0], "sizes": asdict(sizes)}
+    say(f"load average (1 min) {report['load_average_1m']:.2f} on {os.cpu_count()} cpus")
+    figures: list[Figure] = []
+
+    def show(*new: Figure) -> None:
+        for figure in new:
+            figures.append(figure)
+            say(figure.line())
+
+    show(*bench_generation(sizes.generated))
+    scenarios = [generate("eval", seed) for seed in split_seeds("eval")[: sizes.scenarios]]
+    show(*bench_reset(scenarios, sizes.resets))
+    show(*bench_tools(scenarios, sizes.tool_repeats))
+    show(bench_reward(scenarios, sizes.reward_repeats))
+    show(bench_raw_replay(scenarios, sizes.episodes))
+    if rollouts:
+        rollout_figures, imported = bench_rollouts(scenarios, sizes.episodes)
+        report["rollout_import_s"] = imported
+        say(f"(agent.rollout import took {imported:.1f} s, not counted)")
+        show(*rollout_figures)
+    report["figures"] = {f.name: {**asdict(f), "passed": f.passed} for f in figures}
+    misses = [f.name for f in figures if f.passed is False]
+    report["misses"] = misses
+    say(f"{len(misses)} of {sum(f.target is not None for f in figures)} targets missed")
+    return report
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    parser = Parser(prog="python -m env.bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small samples (seconds)")
+    parser.add_argument("--no-rollout", action="store_true", help="skip the ART rollout part")
+    parser.add_argument("--json", type=Path, help="write the figures to this file")
+    args = parser.parse_args(argv)
+    if args.json and not args.json.parent.is_dir():
+        raise UsageError(f"--json: folder {args.json.parent} does not exist")
+    sizes = Sizes.quick() if args.quick else Sizes()
+    started = time.perf_counter()
+    report = run_bench(sizes, rollouts=not args.no_rollout)
+    report["wall_s"] = time.perf_counter() - started
+    print(f"bench took {report['wall_s']:.1f} s")
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run("python -m env.bench", _main, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,165 @@
+"""Near-duplicate complaint texts between the frozen sets (eval, heldout) and train.
+
+Complaints are filled templates, so some overlap is by construction; what must not happen is
+an eval complaint that also appears verbatim in train. Similarity is the Jaccard index of word
+3-grams after lower-casing and replacing ids (CUS-XXXXXX) and numbers with placeholders, found
+through an inverted index of train 3-grams. Exit 1 on any exact (raw text) duplicate.
+Run: `python -m env.dedup [--train-limit 5000] [--threshold 0.8]`.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+import sys
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+
+from env.builder import data
+from env.cli import Parser, map_seeds, positive_int, run, unit_fraction
+from env.generator import generate
+from env.splits import split_seeds
+
+_ID = re.compile(r"\b[A-Z]{2,4}-[A-Z0-9]{4,12}\b")
+_NUMBER = re.compile(r"\d+(?:[.,:/-]\d+)*")
+_WORD = re.compile(r"<id>|<num>|<name>|\w+")
+FROZEN_SPLITS = ("eval", "heldout")
+
+
+@cache
+def _pool_names() -> re.Pattern[str]:
+    words: set[str] = set()
+    for pool in data("name_pools.json").values():
+        words.update(pool["first"], pool["last"], *pool["company"].values())
+    alternatives = "|".join(map(re.escape, sorted(words, key=len, reverse=True)))
+    return re.compile(rf"\b(?:{alternatives})\b")
+
+
+def normalise(text: str, *, mask_names: bool = False) -> list[str]:
+    """Words of a complaint with its ids and numbers replaced: templates compare as templates.
+
+    Names come from per-split pools, so they alone keep an eval complaint apart from its train
+    twin; `mask_names` replaces them too, to see how close the templates themselves are.
+    """
+    if mask_names:
+        text = _pool_names().sub(" <name> ", text)
+    text = _NUMBER.sub(" <num> ", _ID.sub(" <id> ", text))
+    return _WORD.findall(text.lower())
+
+
+def shingles(text: str, *, mask_names: bool = False) -> frozenset[tuple[str, ...]]:
+    words = normalise(text, mask_names=mask_names)
+    return frozenset(tuple(words[i : i + 3]) for i in range(len(words) - 2))
+
+
+def jaccard(a: frozenset[tuple[str, ...]], b: frozenset[tuple[str, ...]]) -> float:
+    union = len(a | b)
+    return len(a & b) / union if union else 1.0
+
+
+class TrainIndex:
+    """Train complaints' 3-grams in an inverted index: one pass over shared grams per query."""
+
+    def __init__(self, texts: Sequence[str], *, mask_names: bool = False) -> None:
+        self.texts = list(texts)
+        self.mask_names = mask_names
+        self.sizes: list[int] = []
+        self.postings: dict[tuple[str, ...], list[int]] = defaultdict(list)
+        for n, text in enumerate(self.texts):
+            grams = shingles(text, mask_names=mask_names)
+            self.sizes.append(len(grams))
+            for gram in grams:
+                self.postings[gram].append(n)
+        self.exact = {text: n for n, text in reversed(list(enumerate(self.texts)))}
+
+    def most_similar(self, text: str) -> tuple[int, float]:
+        """(index, Jaccard) of the closest train complaint; (-1, 0.0) when none shares a gram."""
+        grams = shingles(text, mask_names=self.mask_names)
+        shared: Counter[int] = Counter()
+        for gram in grams:
+            shared.update(self.postings.get(gram, ()))
+        best, score = -1, 0.0
+        for n, common in shared.items():
+            value = common / (len(grams) + self.sizes[n] - common)
+            if value > score or (value == score and n < best):
+                best, score = n, value
+        return best, score
+
+
+@dataclass(frozen=True)
+class Pair:
+    scenario_id: str
+    train_seed: int
+    similarity: float
+    exact: bool
+
+
+def complaint_of(split: str, seed: int) -> str:
+    return generate.__wrapped__(split, seed).complaint
+
+
+def compare_splits(train_limit: int, *, mask_names: bool = False) -> list[Pair]:
+    """For every frozen complaint, its most similar train complaint (first `train_limit` seeds)."""
+    train_seeds = split_seeds("train", train_limit)
+    index = TrainIndex(map_seeds(complaint_of, "train", train_seeds), mask_names=mask_names)
+    pairs = []
+    for split in FROZEN_SPLITS:
+        seeds = split_seeds(split)
+        for seed, text in zip(seeds, map_seeds(complaint_of, split, seeds), strict=True):
+            best, score = index.most_similar(text)
+            exact = text in index.exact
+            if exact:
+                best, score = index.exact[text], 1.0
+            train_seed = train_seeds[best] if best >= 0 else -1
+            pairs.append(Pair(f"{split}-{seed}", train_seed, score, exact))
+    return pairs
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Nearest-rank percentile: an observed value, as a report should show."""
+    ordered = sorted(values)
+    rank = max(1, -(-len(ordered) * q // 100))
+    return ordered[int(rank) - 1]
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    parser = Parser(prog="python -m env.dedup", description=__doc__.splitlines()[0])
+    parser.add_argument("--train-limit", type=positive_int, default=5000)
+    parser.add_argument("--threshold", type=unit_fraction, default=0.8)
+    parser.add_argument(
+        "--mask-names", action="store_true", help="also mask pool names (template closeness)"
+    )
+    parser.add_argument("--show", type=positive_int, default=5, help="closest pairs to list")
+    args = parser.parse_args(argv)
+    pairs = compare_splits(args.train_limit, mask_names=args.mask_names)
+    scores = [p.similarity for p in pairs]
+    print(
+        f"{len(pairs)} eval/heldout complaints vs {args.train_limit} train: most-similar "
+        f"Jaccard max {max(scores):.3f}, p95 {percentile(scores, 95):.3f}, "
+        f"median {statistics.median(scores):.3f}"
+    )
+    above = sorted(
+        (p for p in pairs if p.similarity >= args.threshold), key=lambda p: -p.similarity
+    )
+    print(f"{len(above)} pairs at or above {args.threshold}:")
+    for p in above:
+        print(f"  {p.scenario_id} ~ train-{p.train_seed}: {p.similarity:.3f}")
+    if not above:
+        print(f"closest {args.show}:")
+        for p in sorted(pairs, key=lambda p: -p.similarity)[: args.show]:
+            print(f"  {p.scenario_id} ~ train-{p.train_seed}: {p.similarity:.3f}")
+    exact = [p for p in pairs if p.exact]
+    for p in exact:
+        print(f"EXACT DUPLICATE {p.scenario_id} == train-{p.train_seed}")
+    print(f"exact duplicates: {len(exact)}")
+    return 1 if exact else 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run("python -m env.dedup", _main, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

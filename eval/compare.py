@@ -1,0 +1,108 @@
+"""Two runs side by side: `python eval/compare.py RUN_A RUN_B` (run directories or summary.json).
+
+Prints one markdown table of pass^1, pass^k, per root cause, per difficulty and the rates, and
+marks with `*` each row whose two 95% intervals do not overlap: a screening flag for a real
+difference, not a significance test (overlapping intervals do not prove there is none).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as `python eval/compare.py`: make the repo importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from eval.report import as_interval, load_summary
+from eval.stats import intervals_overlap
+
+Row = tuple[str, dict[str, float] | None, dict[str, float] | None]
+
+
+def _pass_rows(name: str, a: dict[str, Any] | None, b: dict[str, Any] | None, k: str) -> list[Row]:
+    empty: dict[str, Any] = {"pass1": None, "passk": None, "n": 0}
+    a, b = a or empty, b or empty
+    label = f"{name} (n={a['n']}/{b['n']})"
+    return [
+        (f"{label} pass^1", a["pass1"], b["pass1"]),
+        (f"{label} pass^{k}", a["passk"], b["passk"]),
+    ]
+
+
+def comparison_rows(a: dict[str, Any], b: dict[str, Any]) -> list[Row]:
+    """Rows in report order; a group missing from one run shows as '–' there."""
+    k = str(a["k"]) if a["k"] == b["k"] else "k"
+    rows = _pass_rows("overall", a["overall"], b["overall"], k)
+    rows += _pass_rows("held-out class", a["heldout"], b["heldout"], k)
+    for section in ("by_root_cause", "by_difficulty"):
+        names = list(a[section]) + [name for name in b[section] if name not in a[section]]
+        for name in names:
+            rows += _pass_rows(name, a[section].get(name), b[section].get(name), k)
+    for rate in ("false_reversal", "hallucination", "submitted"):
+        rows.append((f"{rate.replace('_', ' ')} rate", a[rate]["rate"], b[rate]["rate"]))
+    return rows
+
+
+def differs(left: dict[str, float] | None, right: dict[str, float] | None) -> bool:
+    first, second = as_interval(left), as_interval(right)
+    return first is not None and second is not None and not intervals_overlap(first, second)
+
+
+def _cell(value: dict[str, float] | None) -> str:
+    interval = as_interval(value)
+    return "–" if interval is None else interval.format()
+
+
+def _heading(summary: dict[str, Any]) -> str:
+    stamp = summary["stamp"]
+    return f"{stamp.get('model')} ({stamp.get('split')}, k={summary['k']})"
+
+
+def render(a: dict[str, Any], b: dict[str, Any]) -> str:
+    lines = [f"| metric | A: {_heading(a)} | B: {_heading(b)} | |", "|---|---|---|:-:|"]
+    for name, left, right in comparison_rows(a, b):
+        mark = "*" if differs(left, right) else ""
+        lines.append(f"| {name} | {_cell(left)} | {_cell(right)} | {mark} |")
+    means = [
+        ("mean tool calls", a["means"]["tool_calls"], b["means"]["tool_calls"]),
+        ("cost per scenario (USD)", a["cost_per_scenario_usd"], b["cost_per_scenario_usd"]),
+    ]
+    for name, left_value, right_value in means:
+        lines.append(f"| {name} | {_plain(left_value)} | {_plain(right_value)} | |")
+    lines += ["", "`*`: the two 95% intervals do not overlap."]
+    lines += _warnings(a, b)
+    return "\n".join(lines)
+
+
+def _plain(value: float | None) -> str:
+    return "–" if value is None else f"{value:.4g}"
+
+
+def _warnings(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    notes = []
+    for key in ("split", "tool_contract", "generator"):
+        left, right = a["stamp"].get(key), b["stamp"].get(key)
+        if left != right:
+            notes.append(f"Note: the runs differ in {key}: {left} vs {right}.")
+    if a["k"] != b["k"]:
+        notes.append(f"Note: the runs use different k: {a['k']} vs {b['k']}.")
+    return notes
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 2:
+        print("usage: python eval/compare.py RUN_A RUN_B", file=sys.stderr)
+        return 2
+    try:
+        first, second = (load_summary(Path(arg)) for arg in args)
+    except (OSError, ValueError) as exc:
+        print(f"error: cannot read a summary: {exc}", file=sys.stderr)
+        return 2
+    print(render(first, second))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,179 @@
+"""The run summary: episode lines -> `summary.json` (numbers) and `summary.md` (the table).
+
+pass^1 and pass^k come with percentile-bootstrap 95% intervals over scenarios, overall, per root
+cause, per difficulty and for the held-out class; false-reversal and hallucination rates come
+with Wilson intervals over graded episodes. Error lines count as failures in pass^k and are left
+out of rates and means (they have no grade). Formulas: `eval/stats.py`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from env.labels import DIFFICULTIES, HELDOUT_LABEL, ROOT_CAUSES
+from eval.episode_log import EpisodeLine
+from eval.stats import Interval, bootstrap_ci, wilson_interval
+
+SUMMARY_JSON = "summary.json"
+SUMMARY_MD = "summary.md"
+
+
+def _interval(value: Interval | None) -> dict[str, float] | None:
+    if value is None:
+        return None
+    return {"estimate": value.estimate, "low": value.low, "high": value.high}
+
+
+def as_interval(value: dict[str, float] | None) -> Interval | None:
+    """The inverse of how summaries store intervals (compare.py reads them back)."""
+    return None if value is None else Interval(value["low"], value["high"], value["estimate"])
+
+
+def _outcomes(lines: Iterable[EpisodeLine]) -> dict[str, list[bool]]:
+    """Scenario -> successes by sample; a repeated (scenario, sample) keeps its last line."""
+    by_key = {line.key: line.success for line in lines}
+    outcomes: dict[str, list[bool]] = defaultdict(list)
+    for (scenario, _sample), success in sorted(by_key.items()):
+        outcomes[scenario].append(success)
+    return dict(outcomes)
+
+
+def pass_block(outcomes: Sequence[list[bool]], k: int, seed: int = 0) -> dict[str, Any]:
+    """pass^1 over every scenario; pass^k over those with at least k samples."""
+    if not outcomes:
+        return {"n": 0, "pass1": None, "passk": None}
+    full = [trials for trials in outcomes if len(trials) >= k]
+    return {
+        "n": len(outcomes),
+        "pass1": _interval(bootstrap_ci(outcomes, 1, seed=seed)),
+        "passk": _interval(bootstrap_ci(full, k, seed=seed)) if full else None,
+    }
+
+
+def _rate(flags: list[bool]) -> dict[str, Any]:
+    count, total = sum(flags), len(flags)
+    return {"count": count, "total": total, "rate": _interval(wilson_interval(count, total))}
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _groups(
+    lines: Sequence[EpisodeLine], field: str, order: Sequence[str], k: int, seed: int
+) -> dict[str, Any]:
+    outcomes = _outcomes(lines)
+    members: dict[str, list[list[bool]]] = defaultdict(list)
+    seen = {line.scenario_id: getattr(line, field) for line in lines}
+    for scenario, trials in outcomes.items():
+        members[seen[scenario]].append(trials)
+    names = [name for name in order if name in members] + sorted(set(members) - set(order))
+    return {name: pass_block(members[name], k, seed) for name in names}
+
+
+def summarize(
+    lines: Sequence[EpisodeLine], *, k: int, stamp: dict[str, Any], seed: int = 0
+) -> dict[str, Any]:
+    """Everything the report prints, as plain JSON-able data."""
+    outcomes = _outcomes(lines)
+    graded = [line for line in lines if line.error is None]
+    scenarios = max(len(outcomes), 1)
+    total_cost = sum(line.cost_usd for line in graded)
+    heldout = [line for line in lines if line.label == HELDOUT_LABEL]
+    trained = [line for line in lines if line.label != HELDOUT_LABEL]
+    return {
+        "stamp": stamp,
+        "k": k,
+        "scenarios": len(outcomes),
+        "episodes": len(lines),
+        "errors": len(lines) - len(graded),
+        "incomplete_scenarios": sum(1 for trials in outcomes.values() if len(trials) < k),
+        "overall": pass_block(list(outcomes.values()), k, seed),
+        "heldout": pass_block(list(_outcomes(heldout).values()), k, seed),
+        "trained_classes": pass_block(list(_outcomes(trained).values()), k, seed),
+        "by_root_cause": _groups(lines, "label", ROOT_CAUSES, k, seed),
+        "by_difficulty": _groups(lines, "difficulty", DIFFICULTIES, k, seed),
+        "false_reversal": _rate([line.flag["false_reversal"] for line in graded]),
+        "hallucination": _rate([line.flag["hallucinated_numbers"] for line in graded]),
+        "submitted": _rate([line.flag["submitted"] for line in graded]),
+        "means": {
+            name: _mean([float(getattr(line, name)) for line in graded])
+            for name in ("tool_calls", "turns", "prompt_tokens", "completion_tokens", "wall_s")
+        },
+        "mean_reward": _mean([line.reward_total or 0.0 for line in graded]),
+        "total_cost_usd": total_cost,
+        "cost_per_scenario_usd": total_cost / scenarios,
+    }
+
+
+def _fmt(value: dict[str, float] | None) -> str:
+    interval = as_interval(value)
+    return "–" if interval is None else interval.format()
+
+
+def _number(value: float | None, digits: int = 1) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def _rate_cell(rate: dict[str, Any]) -> str:
+    return f"{_fmt(rate['rate'])} ({rate['count']}/{rate['total']})"
+
+
+def _group_table(title: str, groups: dict[str, Any], k: int) -> list[str]:
+    rows = [f"## By {title}", "", f"| {title} | n | pass^1 | pass^{k} |", "|---|---:|---|---|"]
+    for name, block in groups.items():
+        rows.append(f"| {name} | {block['n']} | {_fmt(block['pass1'])} | {_fmt(block['passk'])} |")
+    return [*rows, ""]
+
+
+def render_markdown(summary: dict[str, Any]) -> str:
+    stamp, k, means = summary["stamp"], summary["k"], summary["means"]
+    overall, heldout = summary["overall"], summary["heldout"]
+    lines = [
+        f"# {stamp.get('model')} on {stamp.get('split')} (k={k})",
+        "",
+        f"{summary['scenarios']} scenarios, {summary['episodes']} episodes, "
+        f"{summary['errors']} errors, {summary['incomplete_scenarios']} incomplete. "
+        f"Commit {stamp.get('commit')}, tool contract {stamp.get('tool_contract')}, "
+        f"generator {stamp.get('generator')}, {stamp.get('date')}.",
+        "",
+        "| metric | value |",
+        "|---|---|",
+        f"| pass^1 | {_fmt(overall['pass1'])} |",
+        f"| pass^{k} | {_fmt(overall['passk'])} |",
+        f"| held-out class pass^1 (n={heldout['n']}) | {_fmt(heldout['pass1'])} |",
+        f"| held-out class pass^{k} (n={heldout['n']}) | {_fmt(heldout['passk'])} |",
+        f"| false reversal rate | {_rate_cell(summary['false_reversal'])} |",
+        f"| hallucination rate | {_rate_cell(summary['hallucination'])} |",
+        f"| submitted | {_rate_cell(summary['submitted'])} |",
+        f"| mean tool calls | {_number(means['tool_calls'])} |",
+        f"| mean turns | {_number(means['turns'])} |",
+        f"| mean tokens, prompt / completion | {_number(means['prompt_tokens'], 0)} / "
+        f"{_number(means['completion_tokens'], 0)} |",
+        f"| mean wall time per episode (s) | {_number(means['wall_s'], 2)} |",
+        f"| mean shaped reward | {_number(summary['mean_reward'], 3)} |",
+        f"| cost per scenario (USD) | {summary['cost_per_scenario_usd']:.4f} |",
+        "",
+        "Intervals: 95% percentile bootstrap over scenarios (pass^k), Wilson (rates).",
+        "",
+    ]
+    lines += _group_table("root cause", summary["by_root_cause"], k)
+    lines += _group_table("difficulty", summary["by_difficulty"], k)
+    return "\n".join(lines)
+
+
+def write_summary(run_dir: Path, summary: dict[str, Any]) -> Path:
+    (run_dir / SUMMARY_JSON).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    markdown = run_dir / SUMMARY_MD
+    markdown.write_text(render_markdown(summary), encoding="utf-8")
+    return markdown
+
+
+def load_summary(path: Path) -> dict[str, Any]:
+    """A run directory or its summary.json."""
+    file = path / SUMMARY_JSON if path.is_dir() else path
+    return dict(json.loads(file.read_text(encoding="utf-8")))

@@ -1,0 +1,140 @@
+"""LedgerEnv for TRL's `GRPOTrainer(environment_factory=...)`: the nine tools as public methods.
+
+TRL turns every public method of the class into a tool through transformers' `get_json_schema`,
+so the methods are generated from `env.tools.BillingTools` (signature and Google docstring),
+never copied by hand; each delegates to `LedgerEnv.call` and returns its JSON text. One
+difference from the contract: `get_json_schema` cannot describe pydantic models, so
+`submit_findings(affected_invoices=...)` is typed `list[dict[str, str]]` here (the same JSON
+objects; `dispatch` validates them as `AffectedInvoice`). Test: pytest tests/train/test_trl_runner.py
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, get_type_hints
+
+from env.episode import record_episode
+from env.generator import generate
+from env.ledger_env import DEFAULT_TOOL_BUDGET, LedgerEnv
+from env.scenario import Scenario, reveal_truth
+from env.tools import TOOL_NAMES, BillingTools
+from rewards.reward import RewardBreakdown, RewardConfig, compute_reward
+
+# Argument types get_json_schema cannot convert, replaced by the JSON they stand for.
+TRL_ARGUMENT_TYPES: dict[tuple[str, str], Any] = {
+    ("submit_findings", "affected_invoices"): list[dict[str, str]],
+}
+
+
+@dataclass(frozen=True)
+class EpisodeOutcome:
+    """What one finished TRL episode scored; kept for logging, never shown to the model."""
+
+    scenario_id: str
+    reward: RewardBreakdown
+    tool_calls: int
+    tool_errors: int
+
+
+def _tool_signature(name: str) -> tuple[inspect.Signature, dict[str, Any]]:
+    source = getattr(BillingTools, name)
+    hints = get_type_hints(source)
+    parameters = list(inspect.signature(source).parameters.values())
+    annotations: dict[str, Any] = {}
+    typed = [parameters[0]]  # self, unannotated: get_json_schema skips it
+    for param in parameters[1:]:
+        annotation = TRL_ARGUMENT_TYPES.get((name, param.name), hints[param.name])
+        annotations[param.name] = annotation
+        typed.append(param.replace(annotation=annotation))
+    annotations["return"] = str
+    return inspect.Signature(typed, return_annotation=str), annotations
+
+
+def _tool_method(name: str) -> Callable[..., str]:
+    """A method with the tool's signature and docstring that forwards its arguments as JSON."""
+    signature, annotations = _tool_signature(name)
+
+    def method(self: LedgerTrlEnv, **arguments: Any) -> str:
+        # Keyword-only forwarding: arguments the model invents reach `dispatch`, which answers
+        # with the accepted fields, exactly as in an evaluation rollout.
+        return self._call(name, arguments)
+
+    method.__name__ = name
+    method.__qualname__ = f"LedgerTrlEnv.{name}"
+    method.__doc__ = getattr(BillingTools, name).__doc__
+    method.__signature__ = signature  # type: ignore[attr-defined]
+    method.__annotations__ = annotations
+    return method
+
+
+class LedgerTrlEnv:
+    """One pooled TRL environment; `reset` starts a fresh episode on the row's (split, seed).
+
+    TRL reuses instances across batches, so every per-episode field is replaced in `reset`.
+    The scenario (and with it the truth) sits in private attributes only.
+    """
+
+    def __init__(
+        self,
+        reward_config: RewardConfig | None = None,
+        *,
+        tool_budget: int = DEFAULT_TOOL_BUDGET,
+        sink: Callable[[EpisodeOutcome], None] | None = None,
+    ) -> None:
+        self._reward_config = reward_config or RewardConfig()
+        self._tool_budget = tool_budget
+        self._sink = sink
+        self._scenario: Scenario | None = None
+        self._env: LedgerEnv | None = None
+
+    def reset(self, split: str, seed: int, **row: Any) -> str:
+        """Start the episode of the row's scenario; the complaint is already in the row's prompt.
+
+        Every generation of a group gets the same row, hence the same scenario. Returns "" (TRL
+        appends the text to the last user message with no separator).
+        """
+        if self._env is not None:
+            self._env.close()
+        self._scenario = generate(split, int(seed))
+        self._env = LedgerEnv(self._scenario, tool_budget=self._tool_budget)
+        prompt = row.get("prompt")
+        if prompt and prompt[-1].get("content") != self._scenario.complaint:
+            raise ValueError(f"row prompt does not end with the complaint of {split}-{seed}")
+        return ""
+
+    def get_reward(self) -> float:
+        """The LedgerGym reward of the episode; an unsubmitted episode still pays its penalties."""
+        if self._env is None or self._scenario is None:
+            raise RuntimeError("get_reward() before reset()")
+        self._env.truncate()  # text-only reply or length cut: no submission, as in the rollout
+        record = record_episode(self._env)
+        breakdown = compute_reward(reveal_truth(self._scenario), record, self._reward_config)
+        if self._sink is not None:
+            errors = sum(entry.is_error for entry in record.tool_log)
+            self._sink(EpisodeOutcome(record.scenario_id, breakdown, record.tool_calls, errors))
+        return breakdown.total
+
+    def _call(self, name: str, arguments: dict[str, Any]) -> str:
+        if self._env is None:
+            return json.dumps({"error": "no episode is running; the trainer must call reset()"})
+        return self._env.call(name, json.dumps(arguments, ensure_ascii=False))
+
+
+for _name in TOOL_NAMES:
+    setattr(LedgerTrlEnv, _name, _tool_method(_name))
+
+
+def trl_tool_schemas() -> list[dict[str, Any]]:
+    """The tool list exactly as TRL renders it into prompts (and as SFT and eval must too)."""
+    from transformers.utils import get_json_schema
+
+    probe = LedgerTrlEnv()
+    public = [
+        member
+        for member, _ in inspect.getmembers(LedgerTrlEnv, predicate=inspect.isfunction)
+        if not member.startswith("_") and member not in ("reset", "get_reward")
+    ]
+    return [get_json_schema(getattr(probe, member)) for member in public]
