@@ -14,7 +14,18 @@ from datetime import date, timedelta
 from decimal import Decimal
 from typing import Any
 
-from agent.audit_evidence import Candidate, Event, Evidence, Json, cents, day, listed, money, rate
+from agent.audit_evidence import (
+    Candidate,
+    Event,
+    Evidence,
+    Json,
+    cents,
+    day,
+    listed,
+    mapping,
+    money,
+    rate,
+)
 
 TIMEZONE_LABEL = "timezone_period_boundary"
 # Which side of 1 a USD -> currency rate sits on: an analyst's sanity band, not scenario data.
@@ -105,7 +116,7 @@ def tax_exempt_charged(ev: Evidence) -> list[Candidate]:
     for summary in ev.fetched():
         detail = ev.details[summary["invoice_id"]]
         start = str(summary.get("period_start"))
-        tax = detail.get("tax") if isinstance(detail.get("tax"), dict) else {}
+        tax = mapping(detail.get("tax"))
         amount = cents(tax.get("amount"))
         if tax.get("exempt") or not amount or amount <= 0:
             continue
@@ -193,7 +204,7 @@ def _periods(ev: Evidence) -> list[tuple[Json, Json, date, date, list[Event]]]:
 def seat_count_mismatch(ev: Evidence) -> list[Candidate]:
     found = []
     for summary, inputs, start, end, events in _periods(ev):
-        plan = inputs.get("plan") if isinstance(inputs.get("plan"), dict) else {}
+        plan = mapping(inputs.get("plan"))
         billed = inputs.get("seats")
         if plan.get("pricing") != "per_seat" or not isinstance(billed, int):
             continue
@@ -216,7 +227,7 @@ def seat_count_mismatch(ev: Evidence) -> list[Candidate]:
 def downgrade_not_applied(ev: Evidence) -> list[Candidate]:
     found = []
     for summary, inputs, start, end, events in _periods(ev):
-        plan = inputs.get("plan") if isinstance(inputs.get("plan"), dict) else {}
+        plan = mapping(inputs.get("plan"))
         billed = plan.get("plan_id")
         inside = _inside(events, start, end)
         if inside:
@@ -342,7 +353,7 @@ def usage_overage_miscalculated(ev: Evidence) -> list[Candidate]:
     found = []
     for summary, inputs, start, _, _ in _periods(ev):
         units = inputs.get("usage_units")
-        plan = inputs.get("plan") if isinstance(inputs.get("plan"), dict) else {}
+        plan = mapping(inputs.get("plan"))
         timeline = ev.timelines.get(str(summary.get("subscription_id")), {})
         if not isinstance(units, int):
             continue
@@ -351,7 +362,7 @@ def usage_overage_miscalculated(ev: Evidence) -> list[Candidate]:
             for u in listed(timeline.get("usage"))
             if isinstance(u, dict) and u.get("period_start") == start.isoformat()
         ]
-        terms = timeline.get("plan") if isinstance(timeline.get("plan"), dict) else {}
+        terms = mapping(timeline.get("plan"))
         included = terms.get("included_units")
         invoice_id = summary["invoice_id"]
         if records and isinstance(records[0], int) and units > records[0]:

@@ -63,7 +63,7 @@ class Evidence:
 
     def inputs(self, invoice_id: str) -> Json:
         inputs = self.details.get(invoice_id, {}).get("billing_inputs")
-        return inputs if isinstance(inputs, dict) else {}
+        return mapping(inputs)
 
     def fetched(self) -> list[Json]:
         """Summaries of the invoices whose details were fetched, in period order."""
@@ -81,6 +81,11 @@ class Evidence:
 
 
 # parsing -------------------------------------------------------------------------------------
+
+
+def mapping(value: Any) -> Json:
+    """An object field of a tool result; anything else reads as empty."""
+    return value if isinstance(value, dict) else {}
 
 
 def listed(value: Any) -> list[Any]:
@@ -124,7 +129,7 @@ def to_event(raw: Any, timezone: str) -> Event | None:
         local = moment.astimezone(ZoneInfo(timezone)).date()
     except (ValueError, ZoneInfoNotFoundError, OSError, OverflowError):
         return None
-    details = raw.get("details") if isinstance(raw.get("details"), dict) else {}
+    details = mapping(raw.get("details"))
     return Event(stamp, str(raw.get("type", "")), local, moment.date(), details)
 
 

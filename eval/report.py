@@ -120,6 +120,8 @@ def _number(value: float | None, digits: int = 1) -> str:
 
 
 def _rate_cell(rate: dict[str, Any]) -> str:
+    if not rate["total"]:
+        return "– (0/0)"
     return f"{_fmt(rate['rate'])} ({rate['count']}/{rate['total']})"
 
 

@@ -3,6 +3,7 @@
     python eval/run.py --model reference --k 4            # the upper bound, in seconds
     python eval/run.py --model claude-sonnet --split eval --k 4 --concurrency 8
     python eval/run.py --base-url http://127.0.0.1:8000/v1 --model-name Qwen/Qwen3.5-4B
+    python eval/run.py --model litellm:openai/NAME --base-url URL   # litellm, any api_base
 
 Results go to `results/<model>-<split>-k<k>/` (episodes.jsonl, run.json, summary.json/.md);
 rerunning the same command resumes. Exit codes: 0 done; 2 a user mistake (one line on stderr);

@@ -142,7 +142,7 @@ def _bound(value: float | None) -> str:
 
 def print_table(results: Sequence[CaseResult]) -> None:
     print(
-        f"{'case':<40} {'n':>3} {'shaped':>7} {'max':>7} {'binary':>6} "
+        f"{'case':<40} {'n':>3} {'shaped':>7} {'worst':>7} {'binary':>6} "
         f"{'s.bound':>7} {'b.bound':>7}  result"
     )
     for r in results:

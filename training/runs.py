@@ -84,6 +84,7 @@ class BackendSection(Section):
     path: str = ".art"  # LocalBackend(path=...): explicit, never ART's package-relative default
     project: str = "ledgergym"
     gpu_memory_utilization: float = Field(0.7, gt=0, le=1)
+    wandb: bool = Field(False, description="also report metrics to W&B (needs WANDB_API_KEY)")
 
 
 class ColdStartSection(Section):
@@ -110,6 +111,9 @@ class TrlSection(Section):
     scale_rewards: Literal["group", "batch", "none"] = "group"
     eval_scenarios: int = Field(8, ge=1)
     torch_threads: int = Field(2, ge=1)
+    # Extra shaping for the CPU path only, logged as its own reward column (`tool_format`):
+    # this weight times the share of assistant turns that were well-formed calls to known tools.
+    format_reward: float = Field(0.0, ge=0)
 
 
 class RunConfig(Section):

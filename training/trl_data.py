@@ -87,7 +87,9 @@ def replay(
                     "tool_calls": [{"type": "function", "function": function}],
                 }
             )
-            messages.append({"role": "tool", "name": call.name, "content": env.call(call.name, arguments)})
+            messages.append(
+                {"role": "tool", "name": call.name, "content": env.call(call.name, arguments)}
+            )
         messages.append({"role": "assistant", "content": CLOSING_TEXT})
         record = record_episode(env)
     finally:
@@ -129,7 +131,9 @@ def corpus_lines(train_scenarios: Sequence[Scenario], tool_budget: int) -> Itera
     for schema in trl_tool_schemas():
         yield json.dumps(schema, ensure_ascii=False)
     for scenario in train_scenarios:
-        messages, _ = replay(scenario, reveal_truth(scenario).reference, tool_budget, RewardConfig())
+        messages, _ = replay(
+            scenario, reveal_truth(scenario).reference, tool_budget, RewardConfig()
+        )
         for message in messages[2:]:
             yield json.dumps(message, ensure_ascii=False)
     for seed in curriculum_seeds("train", ("L1", "L2", "L3"), CORPUS_COMPLAINTS):

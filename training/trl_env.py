@@ -5,7 +5,8 @@ so the methods are generated from `env.tools.BillingTools` (signature and Google
 never copied by hand; each delegates to `LedgerEnv.call` and returns its JSON text. One
 difference from the contract: `get_json_schema` cannot describe pydantic models, so
 `submit_findings(affected_invoices=...)` is typed `list[dict[str, str]]` here (the same JSON
-objects; `dispatch` validates them as `AffectedInvoice`). Test: pytest tests/train/test_trl_runner.py
+objects; `dispatch` validates them as `AffectedInvoice`).
+Test: pytest tests/train/test_trl_runner.py
 """
 
 from __future__ import annotations
@@ -125,6 +126,29 @@ class LedgerTrlEnv:
 
 for _name in TOOL_NAMES:
     setattr(LedgerTrlEnv, _name, _tool_method(_name))
+
+
+def tool_format_reward(weight: float) -> Callable[..., list[float]]:
+    """Extra shaping (CPU runs only): `weight` x share of assistant turns that called known tools.
+
+    A separate TRL reward column (`rewards/tool_format/...`), never part of the LedgerGym
+    reward; it gives a barely warm-started model a gradient towards well-formed calls.
+    """
+
+    def tool_format(completions: list[list[dict[str, Any]]], **_: Any) -> list[float]:
+        scores = []
+        for turns in completions:
+            replies = [t for t in turns if t.get("role") == "assistant"]
+            good = [
+                t
+                for t in replies
+                if t.get("tool_calls")
+                and all(c.get("function", {}).get("name") in TOOL_NAMES for c in t["tool_calls"])
+            ]
+            scores.append(weight * len(good) / len(replies) if replies else 0.0)
+        return scores
+
+    return tool_format
 
 
 def trl_tool_schemas() -> list[dict[str, Any]]:

@@ -86,7 +86,11 @@ class StepRecorder(TrainerCallback):
         if not logs or "reward" not in logs:  # the end-of-training summary log has no reward
             return
         row = self.step_row(state.global_step, time.perf_counter() - self._step_started)
-        row["trl"] = {key: logs[key] for key in TRL_KEYS if key in logs}
+        row["trl"] = {
+            key: value
+            for key, value in logs.items()
+            if key in TRL_KEYS or key.startswith("rewards/")
+        }
         row["loss"] = logs.get("loss")
         self.rows.append(row)
         with self.path.open("a", encoding="utf-8") as out:
@@ -126,6 +130,13 @@ class EvalSummary:
     mean_tool_calls: float
     wall_s: float
     episodes: list[dict[str, Any]] = field(default_factory=list)
+
+    def line(self) -> str:
+        return (
+            f"success {self.success_rate:.2f}, mean reward {self.mean_reward:.3f}, "
+            f"submitted {self.submitted_rate:.2f}, label right {self.label_correct_rate:.2f}, "
+            f"tool calls {self.mean_tool_calls:.1f}"
+        )
 
 
 async def _evaluate(
@@ -182,8 +193,11 @@ def plot_reward_curve(rows: list[dict[str, Any]], path: Path, title: str) -> Non
     fig, ax = plt.subplots(figsize=(6, 3.5))
     ax.plot(steps, means, marker="o", label="reward mean")
     ax.fill_between(
-        steps, [m - s for m, s in zip(means, stds, strict=True)],
-        [m + s for m, s in zip(means, stds, strict=True)], alpha=0.2, label="± std",
+        steps,
+        [m - s for m, s in zip(means, stds, strict=True)],
+        [m + s for m, s in zip(means, stds, strict=True)],
+        alpha=0.2,
+        label="± std",
     )
     ax.set_xlabel("GRPO step")
     ax.set_ylabel("LedgerGym reward")
@@ -201,6 +215,7 @@ class TrlSummary:
     run: str
     out_dir: str
     base_model: str
+    eval_split: str
     sft_steps: int
     sft_examples: int
     sft_mean_calls_kept: float
@@ -213,6 +228,7 @@ class TrlSummary:
     after: EvalSummary
     reward_first_steps: float
     reward_last_steps: float
+    trend_window: int
     groups_with_variance: int
     groups_total: int
     lora_b_max_abs_delta: float
@@ -241,14 +257,12 @@ class TrlSummary:
                 f"  GRPO: {self.grpo_steps} steps, loss_type={self.loss_type}, "
                 f"scale_rewards={self.scale_rewards}, LoRA r={self.lora['rank']} "
                 f"alpha={self.lora['alpha']} on {','.join(self.lora['target_modules'])}",
-                f"  eval on {b.scenarios} val scenarios, before GRPO: success {b.success_rate:.2f}, "
-                f"mean reward {b.mean_reward:.3f}, submitted {b.submitted_rate:.2f}, "
-                f"label right {b.label_correct_rate:.2f}",
-                f"  eval after GRPO:                  success {a.success_rate:.2f}, "
-                f"mean reward {a.mean_reward:.3f}, submitted {a.submitted_rate:.2f}, "
-                f"label right {a.label_correct_rate:.2f}",
-                f"  train reward: first steps {self.reward_first_steps:.3f}, last steps "
-                f"{self.reward_last_steps:.3f} ({word} by {abs(trend):.3f}; not a claim of learning)",
+                f"  eval on {b.scenarios} {self.eval_split} scenarios (eval.grader):",
+                f"    before GRPO (warm start): {b.line()}",
+                f"    after GRPO (LoRA):        {a.line()}",
+                f"  train reward, mean of first/last {self.trend_window} steps: "
+                f"{self.reward_first_steps:.3f} -> {self.reward_last_steps:.3f} "
+                f"({word} by {abs(trend):.3f}; a few noisy steps, not evidence of learning)",
                 f"  groups with non-zero reward variance: {self.groups_with_variance}/"
                 f"{self.groups_total}",
                 f"  LoRA changed: {self.lora_tensors_changed} lora_B tensors, max |delta| "

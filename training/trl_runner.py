@@ -21,6 +21,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # `art` imports litellm: stay offline
+
 from agent.rollout import RolloutConfig
 from env.generator import generate
 from env.scenario import Scenario
@@ -34,7 +36,7 @@ from training.trl_data import (
     grpo_rows,
     initial_prompt,
 )
-from training.trl_env import LedgerTrlEnv, trl_tool_schemas
+from training.trl_env import LedgerTrlEnv, tool_format_reward, trl_tool_schemas
 from training.trl_report import (
     EvalSummary,
     StepRecorder,
@@ -182,8 +184,10 @@ def grpo(
         target_modules=list(run.lora.target_modules),
         task_type="CAUSAL_LM",
     )
+    shaping = [tool_format_reward(trl.format_reward)] if trl.format_reward > 0 else None
     trainer = GRPOTrainer(
         model=str(warm),
+        reward_funcs=shaping,
         args=args,
         train_dataset=Dataset.from_list(grpo_rows(train, run.rollout.tool_budget)),
         processing_class=tokenizer,
@@ -264,7 +268,9 @@ def run_trl(
     train = _scenarios(run.data.split, curriculum, train_scenarios or run.data.limit)
     val = _scenarios(run.validation.split, curriculum, trl.eval_scenarios)
     corpus = list(corpus_lines(train, run.rollout.tool_budget))
-    model_dir = resolve_base_model(run.base_model, corpus=corpus, cache_dir=model_cache or cache_dir())
+    model_dir = resolve_base_model(
+        run.base_model, corpus=corpus, cache_dir=model_cache or cache_dir()
+    )
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     base = AutoModelForCausalLM.from_pretrained(model_dir)
     tokens = _Tokens(tokenizer, trl_tool_schemas())
@@ -316,6 +322,7 @@ def _summary(
         run=run.name,
         out_dir=str(out_dir),
         base_model=run.base_model,
+        eval_split=run.validation.split,
         sft_steps=trl.sft_steps,
         sft_examples=len(examples),
         sft_mean_calls_kept=statistics.fmean(ex.calls_kept for ex in examples),
@@ -328,6 +335,7 @@ def _summary(
         after=after,
         reward_first_steps=statistics.fmean(r["reward_mean"] for r in rows[:window]) if rows else 0,
         reward_last_steps=statistics.fmean(r["reward_mean"] for r in rows[-window:]) if rows else 0,
+        trend_window=window,
         groups_with_variance=sum(std > 0 for std in group_stds),
         groups_total=len(group_stds),
         lora_b_max_abs_delta=0.0,

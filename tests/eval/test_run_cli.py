@@ -97,7 +97,6 @@ def closed_port() -> int:
         return int(probe.getsockname()[1])
 
 
-@pytest.mark.slow
 def test_a_litellm_run_against_the_scripted_server_passes_every_episode(tmp_path):
     with ScriptedOpenAIServer(replay_by_complaint) as server:
         done = run_cli(
@@ -144,7 +143,6 @@ def resumed_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, 
     yield {"out": out, "before": before, "resumed": resumed}
 
 
-@pytest.mark.slow
 def test_a_killed_run_resumes_to_completion_without_duplicates_or_losses(resumed_run):
     before, resumed = resumed_run["before"], resumed_run["resumed"]
     after = (resumed_run["out"] / "episodes.jsonl").read_text().splitlines()
@@ -157,7 +155,6 @@ def test_a_killed_run_resumes_to_completion_without_duplicates_or_losses(resumed
     assert len(keys) == len(set(keys)) and set(keys) == ALL_PAIRS
 
 
-@pytest.mark.slow
 def test_an_openai_client_run_summary_counts_every_episode(resumed_run):
     result = summary(resumed_run["out"])
 
@@ -168,7 +165,6 @@ def test_an_openai_client_run_summary_counts_every_episode(resumed_run):
     assert (resumed_run["out"] / "summary.md").read_text().startswith("# scripted on eval (k=2)")
 
 
-@pytest.mark.slow
 def test_a_server_that_refuses_the_model_stops_the_run_and_keeps_what_was_written(
     resumed_run, tmp_path
 ):
@@ -187,7 +183,6 @@ def test_a_server_that_refuses_the_model_stops_the_run_and_keeps_what_was_writte
     assert (out / "episodes.jsonl").read_text() == written
 
 
-@pytest.mark.slow
 def test_reference_passes_every_sample_and_runs_as_a_module(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "eval.run", "--model", "reference", "--k", "4", "--limit", "20",

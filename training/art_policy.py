@@ -1,0 +1,43 @@
+"""The model being trained, as a `Policy` the shared rollout can drive.
+
+It asks through ART's own client (`model.openai_client()`, which adds the model's
+chat_template_kwargs to every request) and names the model by `model.get_inference_name()` on
+every request: the name registered at start-up points at checkpoint 0 and goes stale after
+the first train step. Logprobs are requested because ART trains only Choices that carry them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from agent.api_policies import OpenAICompatiblePolicy
+from agent.policy import PolicyReply
+from env.scenario import Scenario
+from training.runs import RolloutSection
+
+if TYPE_CHECKING:
+    from agent.art_import import art
+
+
+class TrainableModelPolicy(OpenAICompatiblePolicy):
+    def __init__(self, model: art.TrainableModel, rollout: RolloutSection) -> None:
+        super().__init__(
+            base_url=model.inference_base_url or "",
+            model_name=model.get_inference_name(),
+            temperature=rollout.temperature,
+            max_tokens=rollout.max_tokens,
+            logprobs=True,
+            name=model.name,
+            client=model.openai_client(),
+        )
+        self._model = model
+
+    async def respond(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], scenario: Scenario
+    ) -> PolicyReply:
+        # every request in flight shares one step: the name only changes between steps
+        self.model_name = self._model.get_inference_name()
+        return await super().respond(messages, tools, scenario)
+
+    async def aclose(self) -> None:
+        return None  # the client belongs to the model and outlives this policy

@@ -1,0 +1,154 @@
+"""What LedgerGym keeps beside ART's files in a run's model directory, and how it reads them back.
+
+`{backend.path}/{project}/models/{name}/` holds ART's `checkpoints/NNNN`, `history.jsonl` and
+`trajectories/`; next to them `ledgergym_run.json` records the resolved config and the data-order
+fingerprint (a resumed run must match it, or pass --force) and `ledgergym_sft.json` marks the
+cold-start phase done. Plain files only: `--check` and `--export` read them without ART.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from training.runs import RunConfig
+
+RUN_FILE = "ledgergym_run.json"
+SFT_FILE = "ledgergym_sft.json"
+STEP_SECONDS_KEY = "time/loop_step_s"  # what train.py logs per step; `--check` reads it back
+PASS1_KEY = "val/pass1"
+
+
+class RunChanged(RuntimeError):
+    """The model directory was trained under another config; --force continues with this one."""
+
+
+def art_path(run: RunConfig) -> Path:
+    """`[backend] path`, absolute: relative paths are taken from the working directory."""
+    return Path(run.backend.path).expanduser().resolve()
+
+
+def model_dir(run: RunConfig) -> Path:
+    return art_path(run) / run.backend.project / "models" / run.name
+
+
+def checkpoint_steps(directory: Path) -> list[int]:
+    root = directory / "checkpoints"
+    if not root.is_dir():
+        return []
+    return sorted(int(p.name) for p in root.iterdir() if p.is_dir() and p.name.isdigit())
+
+
+def record_run(
+    directory: Path, run: RunConfig, data_fingerprint: str, *, step: int, force: bool = False
+) -> str | None:
+    """Writes the ledger on a fresh run; refuses a changed one unless forced (then says so)."""
+    path = directory / RUN_FILE
+    current = {"fingerprint": run.fingerprint(), "data_fingerprint": data_fingerprint}
+    if not path.is_file():
+        _write_json(path, {**current, "run": _dump(run), "created": _now(), "forced": []})
+        return None
+    saved = json.loads(path.read_text(encoding="utf-8"))
+    if all(saved.get(key) == value for key, value in current.items()):
+        return None
+    changes = _changed_fields(saved.get("run", {}), _dump(run)) or ["the data order (filter file)"]
+    if not force:
+        raise RunChanged(
+            f"{directory} was trained (to step {step}) with another config: changed "
+            f"{', '.join(changes)}; pass --force to continue with this one, or rename the run"
+        )
+    forced = [*saved.get("forced", []), {"at_step": step, "changed": changes, "at": _now()}]
+    _write_json(path, {**current, "run": _dump(run), "created": saved.get("created"), "forced": forced})
+    return f"--force: continuing at step {step} with changed {', '.join(changes)}"
+
+
+@dataclass(frozen=True)
+class SftState:
+    """The cold start ran from checkpoint `start_step` and its result is `grpo_start_step`."""
+
+    start_step: int
+    grpo_start_step: int | None  # None until the SFT checkpoint exists
+    trajectories: int = 0
+    teacher: str = ""
+
+    @property
+    def done(self) -> bool:
+        return self.grpo_start_step is not None
+
+
+def read_sft_state(directory: Path) -> SftState | None:
+    path = directory / SFT_FILE
+    if not path.is_file():
+        return None
+    return SftState(**json.loads(path.read_text(encoding="utf-8")))
+
+
+def write_sft_state(directory: Path, state: SftState) -> None:
+    _write_json(directory / SFT_FILE, vars(state))
+
+
+def grpo_offset(directory: Path) -> int:
+    """Checkpoints made before GRPO (the SFT step): GRPO step s is checkpoint s + offset."""
+    state = read_sft_state(directory)
+    return state.grpo_start_step if state and state.grpo_start_step is not None else 0
+
+
+def read_history(directory: Path) -> list[dict[str, Any]]:
+    path = directory / "history.jsonl"
+    if not path.is_file():
+        return []
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue  # a line cut by a kill mid-write
+    return rows
+
+
+def validated_steps(history: list[dict[str, Any]]) -> set[int]:
+    return {int(row["step"]) for row in history if PASS1_KEY in row and "step" in row}
+
+
+def latest_validation(history: list[dict[str, Any]]) -> dict[str, Any] | None:
+    rows = [row for row in history if PASS1_KEY in row]
+    return max(rows, key=lambda row: row.get("step", 0)) if rows else None
+
+
+def measured_step_seconds(history: list[dict[str, Any]]) -> tuple[float, int] | None:
+    """Median seconds per GRPO step over the logged steps, and how many there were."""
+    values = sorted(float(row[STEP_SECONDS_KEY]) for row in history if STEP_SECONDS_KEY in row)
+    if not values:
+        return None
+    return values[len(values) // 2], len(values)
+
+
+def _dump(run: RunConfig) -> dict[str, Any]:
+    return run.model_dump(mode="json")
+
+
+def _changed_fields(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> list[str]:
+    changed = []
+    for key in sorted(old.keys() | new.keys()):
+        a, b = old.get(key), new.get(key)
+        if isinstance(a, dict) and isinstance(b, dict):
+            changed += _changed_fields(a, b, f"{prefix}{key}.")
+        elif a != b:
+            changed.append(f"{prefix}{key} ({a!r} -> {b!r})")
+    return changed
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    """Via a temporary file: a kill mid-write must not leave half a ledger."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
+    os.replace(tmp, path)
