@@ -14,7 +14,7 @@ import openai
 from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolParam
 from openai.types.chat.chat_completion import Choice
 
-from agent.policy import PolicyError, PolicyReply, TransientPolicyError
+from agent.policy import ContextLengthExceeded, PolicyError, PolicyReply, TransientPolicyError
 from env.scenario import Scenario
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the cost map
@@ -28,7 +28,21 @@ _TRANSIENT = (
 )
 
 
+_CONTEXT_WORDS = (
+    "context length",
+    "context_length",
+    "maximum context",
+    "max_model_len",
+    "too many tokens",
+    "prompt is too long",
+)
+
+
 def _classify(exc: Exception, where: str) -> Exception:
+    if isinstance(exc, openai.BadRequestError) and any(
+        word in str(exc.message).lower() for word in _CONTEXT_WORDS
+    ):
+        return ContextLengthExceeded(f"{where}: {exc.message[:200]}")
     if isinstance(exc, openai.APIConnectionError) and "Connection refused" in repr(exc.__cause__):
         return PolicyError(f"cannot reach {where}: connection refused")
     if isinstance(exc, _TRANSIENT):

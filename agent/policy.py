@@ -31,6 +31,10 @@ class TransientPolicyError(RuntimeError):
     """Worth retrying after a pause (rate limit, 5xx, connection reset)."""
 
 
+class ContextLengthExceeded(RuntimeError):
+    """The conversation no longer fits the model: this episode ends (truncated), the run goes on."""
+
+
 class Policy(Protocol):
     name: str
 

@@ -18,7 +18,7 @@ from art.types import MessagesAndChoices, Tools
 
 from agent.art_import import art
 from agent.messages import assistant_message
-from agent.policy import Policy, PolicyReply, TransientPolicyError
+from agent.policy import ContextLengthExceeded, Policy, PolicyReply, TransientPolicyError
 from env.episode import EpisodeRecord, record_episode
 from env.ledger_env import DEFAULT_TOOL_BUDGET, LedgerEnv
 from env.scenario import Scenario, reveal_truth
@@ -44,6 +44,7 @@ class EpisodeStats:
     cost_usd: float = 0.0
     retries: int = 0
     ended_by_text: bool = False
+    context_overflow: bool = False
 
 
 @dataclass(frozen=True)
@@ -111,7 +112,12 @@ async def run_episode(
             if stats.turns >= config.max_turns:
                 env.truncate()
                 break
-            reply = await _respond(policy, messages, tools, scenario, config, stats)
+            try:
+                reply = await _respond(policy, messages, tools, scenario, config, stats)
+            except ContextLengthExceeded:  # out of context: truncated, like a spent budget
+                stats.context_overflow = True
+                env.truncate()
+                break
             stats.turns += 1
             stats.prompt_tokens += reply.prompt_tokens
             stats.completion_tokens += reply.completion_tokens
@@ -150,6 +156,7 @@ def _metrics(
             "cost_usd": stats.cost_usd,
             "retries": float(stats.retries),
             "ended_by_text": float(stats.ended_by_text),
+            "context_overflow": float(stats.context_overflow),
         }
     )
     return metrics

@@ -107,9 +107,9 @@ def compare(expected: dict[str, Any], got: dict[str, Any]) -> list[Mismatch]:
     """Every difference that matters; the generator hash is only reported (it covers all of
     env/**/*.py, so a comment edit moves it without moving a single scenario)."""
     problems = []
-    for key in ("generator_version", "tool_contract_hash"):
-        if expected.get(key) != got[key]:
-            problems.append(Mismatch("-", key, expected.get(key), got[key]))
+    for name in ("generator_version", "tool_contract_hash"):
+        if expected.get(name) != got[name]:
+            problems.append(Mismatch("-", name, expected.get(name), got[name]))
     old = {(e["split"], e["seed"]): e for e in expected.get("scenarios", [])}
     new = {(e["split"], e["seed"]): e for e in got["scenarios"]}
     for key in sorted(old.keys() | new.keys()):

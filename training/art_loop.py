@@ -96,7 +96,9 @@ async def train(
     durations: list[float] = []
     while done < last:
         if _validation_due(run, done, directory, offset):
-            summary.validations.append(await _validate(model, policy, val_scenarios, run, config, done + offset, say))
+            summary.validations.append(
+                await _validate(model, policy, val_scenarios, run, config, done + offset, say)
+            )
         report = await train_step(run, model, backend, policy, data, done, config, say)
         summary.steps.append(report)
         durations.append(report.seconds)
@@ -107,7 +109,9 @@ async def train(
             break
     else:
         if _validation_due(run, done, directory, offset, final=True):
-            summary.validations.append(await _validate(model, policy, val_scenarios, run, config, done + offset, say))
+            summary.validations.append(
+                await _validate(model, policy, val_scenarios, run, config, done + offset, say)
+            )
     summary.last_step = await model.get_step()
     return summary
 
@@ -125,7 +129,9 @@ async def train_step(
     """GRPO step `index + 1`: the batch `data.batch(index)`, one checkpoint, one history row."""
     started = time.monotonic()
     scenarios = [generate(data.split, seed) for seed in data.batch(index)]
-    groups = await gather_groups(policy, scenarios, run.grpo.group_size, config, f"step {index + 1}")
+    groups = await gather_groups(
+        policy, scenarios, run.grpo.group_size, config, f"step {index + 1}"
+    )
     failed = _log_failures(groups, say)
     # train on repaired copies; log the originals (the copies lack intermediate tool calls)
     prepared, prep = prepare_groups_for_training(groups)
@@ -182,7 +188,8 @@ def _log_failures(groups: list[art.TrajectoryGroup], say: Say) -> int:
         for exception in group.exceptions:
             failed += 1
             where = group.metadata.get("scenario_id", "?")
-            say(f"  rollout failed on {where} (dropped): {exception.type}: {exception.message[:200]}")
+            reason = f"{exception.type}: {exception.message[:200]}"
+            say(f"  rollout failed on {where} (dropped): {reason}")
     return failed
 
 
@@ -215,7 +222,8 @@ async def _validate(
     say: Say,
 ) -> ValidationResult:
     result = await validate(model, policy, scenarios, run, config, step)
-    say(f"validation at step {step}: pass^1 {result.pass1:.3f} on {result.scenarios} {run.validation.split} scenarios")
+    where = f"{result.scenarios} {run.validation.split} scenarios"
+    say(f"validation at step {step}: pass^1 {result.pass1:.3f} on {where}")
     return result
 
 

@@ -146,4 +146,3 @@ def train_kwargs(run: RunConfig) -> dict[str, Any]:
             raise BackendUnavailable("backend 'serverless' does not take kl_penalty_coef")
         return kwargs | {"ppo": loss.loss_fn == "ppo"}
     return kwargs | {"loss_fn": loss.loss_fn, "kl_penalty_coef": loss.kl_penalty_coef}
-

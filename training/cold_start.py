@@ -53,7 +53,9 @@ async def ensure_cold_start(
     if state is None and step > 0:
         say(f"cold start skipped: {directory} already has checkpoint {step} without one")
         return 0
-    write_sft_state(directory, SftState(start_step=step, grpo_start_step=None, teacher=section.teacher))
+    write_sft_state(
+        directory, SftState(start_step=step, grpo_start_step=None, teacher=section.teacher)
+    )
     trajectories = await teacher_trajectories(run, section, say)
     await model.train_sft(_epochs(trajectories, section.epochs, run.seed), _sft_config(section))
     after = await model.get_step()
@@ -74,7 +76,9 @@ async def teacher_trajectories(
         tool_budget=run.rollout.tool_budget, max_turns=run.rollout.max_turns, reward=run.reward
     )
     semaphore = asyncio.Semaphore(TEACHER_CONCURRENCY)
-    jobs = [_passing(teacher, s, config, semaphore) for s in scenarios for _ in range(section.samples)]
+    jobs = [
+        _passing(teacher, s, config, semaphore) for s in scenarios for _ in range(section.samples)
+    ]
     try:
         results = await asyncio.gather(*jobs)
     finally:

@@ -65,7 +65,10 @@ class DataPlan:
         """Seeds of GRPO step `step` (0-based); steps past max_steps continue the last phase."""
         phase = self.phase_at(step)
         start = (step - phase.first_step) * self.groups_per_step
-        return [self._seed_at(phase, position) for position in range(start, start + self.groups_per_step)]
+        return [
+            self._seed_at(phase, position)
+            for position in range(start, start + self.groups_per_step)
+        ]
 
     def phase_at(self, step: int) -> Phase:
         for phase in self.phases:

@@ -127,20 +127,48 @@ def model_card(
     return "\n".join(lines) + "\n"
 
 
-def _training_table(run: RunConfig, step: int, sft_steps: int, original_base: str | None) -> list[str]:
+def _training_table(
+    run: RunConfig, step: int, sft_steps: int, original_base: str | None
+) -> list[str]:
     data, grpo, loss, lora = run.data, run.grpo, run.loss, run.lora
-    cold = run.cold_start
+    cold, rollout = run.cold_start, run.rollout
+    curriculum = " -> ".join(data.curriculum)
     rows = [
-        ("base model", run.base_model + (f" (trained on `{original_base}`)" if original_base else "")),
+        (
+            "base model",
+            run.base_model + (f" (trained on `{original_base}`)" if original_base else ""),
+        ),
         ("checkpoint", f"{step:04d}: GRPO step {max(0, step - sft_steps)} of {grpo.max_steps}"),
-        ("cold start", f"SFT on `{cold.teacher}` successes ({sft_steps} checkpoint)" if cold else "none"),
-        ("data", f"`{data.split}`, first {data.limit} scenarios, curriculum {' -> '.join(data.curriculum)}"),
+        (
+            "cold start",
+            f"SFT on `{cold.teacher}` successes ({sft_steps} checkpoint)" if cold else "none",
+        ),
+        (
+            "data",
+            f"`{data.split}`, first {data.limit} scenarios, curriculum {curriculum}",
+        ),
         ("filter", f"`{data.filter}` (0 < success rate < 1)" if data.filter else "none"),
         ("reward", _reward(run)),
-        ("GRPO", f"{grpo.group_size} rollouts x {grpo.groups_per_step} groups per step, lr {grpo.learning_rate:g}"),
-        ("loss", f"{loss.loss_fn}, scale_rewards={loss.scale_rewards}, IS level {loss.importance_sampling_level}, KL {loss.kl_penalty_coef:g}"),
-        ("LoRA", f"r={lora.rank}, alpha={lora.alpha}, dropout={lora.dropout:g}, on {', '.join(lora.target_modules)}"),
-        ("rollout", f"tool budget {run.rollout.tool_budget}, max turns {run.rollout.max_turns}, temperature {run.rollout.temperature:g}"),
+        (
+            "GRPO",
+            f"{grpo.group_size} rollouts x {grpo.groups_per_step} groups per step, "
+            f"lr {grpo.learning_rate:g}",
+        ),
+        (
+            "loss",
+            f"{loss.loss_fn}, scale_rewards={loss.scale_rewards}, importance sampling "
+            f"{loss.importance_sampling_level}, KL {loss.kl_penalty_coef:g}",
+        ),
+        (
+            "LoRA",
+            f"r={lora.rank}, alpha={lora.alpha}, dropout={lora.dropout:g}, "
+            f"on {', '.join(lora.target_modules)}",
+        ),
+        (
+            "rollout",
+            f"tool budget {rollout.tool_budget}, max turns {rollout.max_turns}, "
+            f"temperature {rollout.temperature:g}, thinking off",
+        ),
         ("seed", str(run.seed)),
         ("config fingerprint", run.fingerprint()),
     ]
@@ -184,6 +212,7 @@ def _usage(run: RunConfig) -> list[str]:
         "  --lora-modules ledgergym=<this directory> \\",
         "  --enable-auto-tool-choice --tool-call-parser qwen3_coder \\",
         "  --default-chat-template-kwargs '{\"enable_thinking\": false}'",
-        "python eval/run.py --base-url http://127.0.0.1:8000/v1 --model-name ledgergym --split eval --k 4",
+        "python eval/run.py --base-url http://127.0.0.1:8000/v1 --model-name ledgergym \\",
+        "  --split eval --k 4",
         "```",
     ]

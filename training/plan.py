@@ -64,7 +64,11 @@ def estimate(run: RunConfig, data: DataPlan) -> Budget:
     per_step = grpo.group_size * grpo.groups_per_step
     validations = len(validation_steps(run))
     val_rollouts = validations * val.limit * val.k
-    seeds = [seed for phase in data.phases for seed in phase.seeds[: TOKEN_SAMPLE // len(data.phases) + 1]]
+    seeds = [
+        seed
+        for phase in data.phases
+        for seed in phase.seeds[: TOKEN_SAMPLE // len(data.phases) + 1]
+    ]
     measured = run_state.measured_step_seconds(run_state.read_history(run_state.model_dir(run)))
     step_seconds, count = measured if measured else (per_step * ASSUMED_SECONDS_PER_ROLLOUT, 0)
     seconds = grpo.max_steps * step_seconds + val_rollouts * ASSUMED_SECONDS_PER_VAL_ROLLOUT
@@ -84,16 +88,19 @@ def render_plan(run: RunConfig, data: DataPlan) -> str:
     grpo, val, lora = run.grpo, run.validation, run.lora
     budget = estimate(run, data)
     directory = run_state.model_dir(run)
+    modules = ", ".join(lora.target_modules)
+    loss = run.loss
     lines = [
         f"run         {run.name}: {run.description}",
-        f"model       {run.base_model} + LoRA r={lora.rank} alpha={lora.alpha} on {', '.join(lora.target_modules)}",
+        f"model       {run.base_model} + LoRA r={lora.rank} alpha={lora.alpha} on {modules}",
         f"backend     {run.backend.kind}; checkpoints in {directory / 'checkpoints'}",
         f"reward      {run.reward.variant}",
-        f"loss        {run.loss.loss_fn}, lr {grpo.learning_rate:g}, scale_rewards={run.loss.scale_rewards}, "
-        f"importance sampling {run.loss.importance_sampling_level}, KL {run.loss.kl_penalty_coef:g}",
+        f"loss        {loss.loss_fn}, lr {grpo.learning_rate:g}, scale_rewards="
+        f"{loss.scale_rewards}, importance sampling {loss.importance_sampling_level}, "
+        f"KL {loss.kl_penalty_coef:g}",
         *_data_lines(run, data),
-        f"steps       {grpo.max_steps} x {grpo.groups_per_step} groups x {grpo.group_size} rollouts "
-        f"= {grpo.groups_per_step * grpo.group_size} rollouts/step",
+        f"steps       {grpo.max_steps} x {grpo.groups_per_step} groups x {grpo.group_size} "
+        f"rollouts = {grpo.groups_per_step * grpo.group_size} rollouts/step",
         f"validation  {val.limit} {val.split} scenarios x k={val.k} at GRPO steps "
         f"{_steps_text(validation_steps(run))} ({budget.validations} passes)",
         *_cold_start_lines(run),
@@ -142,9 +149,10 @@ def _budget_lines(run: RunConfig, budget: Budget) -> list[str]:
             "the measured time/loop_step_s in history.jsonl replaces it after the first steps"
         )
     lines = [
-        f"budget      {budget.train_rollouts:,} train + {budget.val_rollouts:,} validation rollouts",
-        f"            ~{budget.tokens_per_rollout:,} tokens per trajectory (reference replay, a lower "
-        f"bound) -> ~{trained_tokens / 1e6:,.0f}M trained tokens",
+        f"budget      {budget.train_rollouts:,} train + {budget.val_rollouts:,} validation "
+        "rollouts",
+        f"            ~{budget.tokens_per_rollout:,} tokens per trajectory (reference replay, "
+        f"a lower bound) -> ~{trained_tokens / 1e6:,.0f}M trained tokens",
         f"            ~{budget.step_seconds:.0f} s/step ({source})",
         f"            ~{budget.hours:.1f} GPU hours in all",
     ]
@@ -167,9 +175,10 @@ def _resume_line(run: RunConfig, data: DataPlan) -> str:
     same = False
     if ledger.is_file():
         saved = json.loads(ledger.read_text(encoding="utf-8"))
-        same = saved.get("fingerprint") == run.fingerprint() and saved.get(
-            "data_fingerprint"
-        ) == data.fingerprint()
+        same = (
+            saved.get("fingerprint") == run.fingerprint()
+            and saved.get("data_fingerprint") == data.fingerprint()
+        )
     verdict = "config unchanged" if same else "config CHANGED since: needs --force"
     return f"resume      checkpoint {steps[-1]:04d} found: continues from it ({verdict})"
 

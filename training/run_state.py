@@ -62,7 +62,9 @@ def record_run(
             f"{', '.join(changes)}; pass --force to continue with this one, or rename the run"
         )
     forced = [*saved.get("forced", []), {"at_step": step, "changed": changes, "at": _now()}]
-    _write_json(path, {**current, "run": _dump(run), "created": saved.get("created"), "forced": forced})
+    _write_json(
+        path, {**current, "run": _dump(run), "created": saved.get("created"), "forced": forced}
+    )
     return f"--force: continuing at step {step} with changed {', '.join(changes)}"
 
 

@@ -46,7 +46,9 @@ def validation_scenarios(run: RunConfig) -> list[Scenario]:
     return [generate(section.split, seed) for seed in split_seeds(section.split, section.limit)]
 
 
-async def graded_rollout(policy: Policy, scenario: Scenario, config: RolloutConfig) -> art.Trajectory:
+async def graded_rollout(
+    policy: Policy, scenario: Scenario, config: RolloutConfig
+) -> art.Trajectory:
     """The rollout's trajectory with the eval grade's verdicts among its metrics."""
     result = await run_episode(policy, scenario, config)
     grade = grade_episode(reveal_truth(scenario), result.record, scenario.database)

@@ -1,0 +1,161 @@
+"""Train a LedgerGym agent: one named run from runs/, GRPO + LoRA with ART (GPU) or TRL (CPU).
+
+    python train.py --run binary-01 --check      # the resolved plan and budget, on any machine
+    python train.py --run binary-01              # train; rerun the same command to resume
+    python train.py --run binary-01 --export exports/binary-01 [--step 120]
+    python train.py --run cpu-smoke              # the TRL path: a real run on a laptop CPU
+
+The recipe, top to bottom: load the run -> order its data -> check this machine -> backend and
+model -> resume -> (cold start) -> GRPO steps with validation -> stop at max_steps or at the
+wall clock, after a checkpoint. The loop itself is `training.art_loop.train` (the tests drive
+it with a fake backend). docs/gpu.md: GPU setup, a full experiment, evaluating a checkpoint.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+# Only light imports up here: --check and --export must run without torch, ART or a GPU.
+from training.data_order import DataPlan, DataPlanError, plan_data
+from training.runs import RunConfig, RunConfigError, load_run
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # ART imports litellm: stay offline
+
+EXIT_USER_ERROR = 2
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    # which run
+    parser.add_argument("--run", required=True, help="a name in runs/ (e.g. binary-01) or a .toml")
+    # what to do instead of training
+    parser.add_argument("--check", action="store_true", help="print the plan and budget; exit")
+    parser.add_argument("--export", type=Path, metavar="DIR", help="copy a checkpoint's adapter")
+    parser.add_argument("--step", type=int, help="with --export: this checkpoint, not the latest")
+    # how far, and on what terms
+    parser.add_argument("--max-steps", type=int, help="stop at this GRPO step (below the run's)")
+    parser.add_argument("--force", action="store_true", help="resume although the config changed")
+    args = parser.parse_args(argv)
+    if args.step is not None and args.export is None:
+        parser.error("--step goes with --export")
+    if args.max_steps is not None and args.max_steps < 1:
+        parser.error("--max-steps must be at least 1")
+    return args
+
+
+def fail(message: object) -> int:
+    """User mistakes and missing machinery end in one line, never a traceback."""
+    print(f"error: {message}", file=sys.stderr)
+    return EXIT_USER_ERROR
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+
+    # 1. The run: everything that defines it is one file in runs/.
+    try:
+        run = load_run(args.run)
+    except RunConfigError as exc:
+        return fail(exc)
+
+    # 2. Exporting a checkpoint needs only its files.
+    if args.export is not None:
+        return export(run, args.export, args.step)
+
+    # 3. The CPU path has its own runner (tiny model, SFT warm start, TRL GRPO).
+    if run.trainer == "trl":
+        return train_trl(run, args)
+
+    # 4. The data order: which scenarios each step takes, fixed by the run alone.
+    try:
+        data = plan_data(run)
+    except DataPlanError as exc:
+        return fail(exc)
+
+    # 5. --check: the plan and what it costs, then stop.
+    if args.check:
+        from training.plan import render_plan
+
+        print(render_plan(run, data))
+        return 0
+
+    # 6. This machine: packages, GPU, API keys, before anything heavy is imported.
+    from training.backends import missing_requirements
+
+    missing = missing_requirements(run)
+    if missing:
+        return fail(missing)
+
+    # 7. Train.
+    return asyncio.run(train_art(run, data, max_steps=args.max_steps, force=args.force))
+
+
+async def train_art(run: RunConfig, data: DataPlan, *, max_steps: int | None, force: bool) -> int:
+    """The backend is made here and handed to the loop, which owns everything else."""
+    from agent.policy import PolicyError
+    from training.art_loop import train
+    from training.backends import BackendUnavailable, make_backend
+    from training.cold_start import ColdStartError
+    from training.run_state import RunChanged
+
+    try:
+        backend = make_backend(run)
+    except BackendUnavailable as exc:
+        return fail(exc)
+    try:
+        summary = await train(run, backend, data, max_steps=max_steps, force=force)
+    except (RunChanged, PolicyError, ColdStartError, BackendUnavailable) as exc:
+        return fail(f"{exc} (rerun the same command to resume)")
+    finally:
+        await backend.close()
+    for note in summary.notes:
+        print(note)
+    validated = summary.validations[-1] if summary.validations else None
+    print(
+        f"{run.name}: checkpoints {summary.first_step:04d} -> {summary.last_step:04d}, "
+        f"stopped by {summary.stopped_by}"
+        + (f"; val pass^1 {validated.pass1:.3f} at step {validated.step}" if validated else "")
+    )
+    print(f"export: python train.py --run {run.name} --export exports/{run.name}")
+    return 0
+
+
+def train_trl(run: RunConfig, args: argparse.Namespace) -> int:
+    """The TRL runner is imported only here: it needs torch, transformers and trl."""
+    out_dir = Path("outputs") / run.name
+    if args.check:
+        assert run.trl is not None  # RunConfig guarantees it for trainer "trl"
+        print(
+            f"run {run.name} (trainer trl): {run.base_model}, SFT {run.trl.sft_steps} steps, "
+            f"GRPO {args.max_steps or run.trl.grpo_steps} steps x {run.trl.num_generations} "
+            f"generations, on CPU; writes {out_dir}/"
+        )
+        return 0
+    try:
+        from training.trl_runner import run_trl
+    except ImportError as exc:
+        return fail(f"the TRL path needs the [trl] extra: pip install -e '.[trl]' ({exc.name})")
+    summary = run_trl(run, out_dir=out_dir, steps=args.max_steps)
+    print(summary.render())
+    return 0
+
+
+def export(run: RunConfig, destination: Path, step: int | None) -> int:
+    from training.export import ExportError, export_checkpoint
+
+    try:
+        result = export_checkpoint(run, destination, step)
+    except ExportError as exc:
+        return fail(exc)
+    print(f"exported checkpoint {result.step:04d} of {run.name} to {result.destination}:")
+    print("  " + ", ".join(result.files))
+    print(f"serve and evaluate it: see {destination / 'README.md'} or docs/gpu.md")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
