@@ -9,6 +9,7 @@ Prints each failure with its reasons, then `passed/total`; exits 1 on any failur
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import sys
 from collections.abc import Sequence
@@ -54,7 +55,7 @@ def table_contents(connection: sqlite3.Connection) -> dict[str, str]:
     return contents
 
 
-def _untouched_problems(initial: bytes, final: bytes) -> list[str]:
+def untouched_problems(initial: bytes, final: bytes) -> list[str]:
     """Everything but credit_notes is unchanged, and credit_notes only gained this episode's."""
     before, after = open_database(initial), open_database(final)
     try:
@@ -109,10 +110,15 @@ def check_scenario(scenario: Scenario) -> list[str]:
     # evidence is what the read tools showed: a credit note only echoes the amount it was given
     shown = "\n".join(r.result for r in log if r.name in READ_TOOLS and not r.is_error)
     for invoice, cents in truth.overcharges.items():
-        if format_cents(cents) not in shown:
+        if not shows_amount(shown, format_cents(cents)):
             problems.append(f"overcharge {format_cents(cents)} of {invoice} is in no tool output")
-    problems += _untouched_problems(scenario.database, final)
+    problems += untouched_problems(scenario.database, final)
     return problems
+
+
+def shows_amount(text: str, amount: str) -> bool:
+    """ "12.40" as a whole number in `text`: not the tail of "112.40" nor the head of "12.405"."""
+    return re.search(rf"(?<![\d.]){re.escape(amount)}(?![\d])", text) is not None
 
 
 def _money(amounts: dict[str, int]) -> str:

@@ -126,6 +126,10 @@ def _rate_cell(rate: dict[str, Any]) -> str:
 
 
 def _group_table(title: str, groups: dict[str, Any], k: int) -> list[str]:
+    if k == 1:  # pass^1 twice says nothing new
+        rows = [f"## By {title}", "", f"| {title} | n | pass^1 |", "|---|---:|---|"]
+        rows += [f"| {name} | {b['n']} | {_fmt(b['pass1'])} |" for name, b in groups.items()]
+        return [*rows, ""]
     rows = [f"## By {title}", "", f"| {title} | n | pass^1 | pass^{k} |", "|---|---:|---|---|"]
     for name, block in groups.items():
         rows.append(f"| {name} | {block['n']} | {_fmt(block['pass1'])} | {_fmt(block['passk'])} |")
@@ -146,9 +150,13 @@ def render_markdown(summary: dict[str, Any]) -> str:
         "| metric | value |",
         "|---|---|",
         f"| pass^1 | {_fmt(overall['pass1'])} |",
-        f"| pass^{k} | {_fmt(overall['passk'])} |",
+        *([f"| pass^{k} | {_fmt(overall['passk'])} |"] if k > 1 else []),
         f"| held-out class pass^1 (n={heldout['n']}) | {_fmt(heldout['pass1'])} |",
-        f"| held-out class pass^{k} (n={heldout['n']}) | {_fmt(heldout['passk'])} |",
+        *(
+            [f"| held-out class pass^{k} (n={heldout['n']}) | {_fmt(heldout['passk'])} |"]
+            if k > 1
+            else []
+        ),
         f"| false reversal rate | {_rate_cell(summary['false_reversal'])} |",
         f"| hallucination rate | {_rate_cell(summary['hallucination'])} |",
         f"| submitted | {_rate_cell(summary['submitted'])} |",

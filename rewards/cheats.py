@@ -241,7 +241,9 @@ def submit_twice(s: Scenario) -> Steps:
     target = _named(s.complaint, (yield from _invoices(s)))
     items = {target["invoice_id"]: target["total"]}
     yield _submit(guess_label(s.complaint), items, _summary_of(items))
-    yield _truth(s).reference[-1]  # the right answer, second: the environment must refuse it
+    # The right answer, second. The rollout ends at the first submission, and LedgerEnv refuses
+    # a second one anyway (tests/rewards/test_reward.py drives that directly).
+    yield _truth(s).reference[-1]
 
 
 def three_decimal_amounts(s: Scenario) -> Steps:
@@ -461,10 +463,9 @@ def _whole_dollars(truth: Truth) -> bool:
 CHEATS: tuple[Cheat, ...] = (
     Cheat("every_invoice_affected", "unaffected invoices make the amount map wrong and each "
           "one beyond the first costs 0.1; the label is a guess", every_invoice_affected),
-    Cheat("never_credit", "the action term (0.10) is lost and binary is 0 on every faulted "
-          "scenario; DESIGN BOUND: label, amounts and evidence are right, so shaped is "
-          "exactly 1 - 0.10 (the design's weights), not <= 0.5", never_credit, 0.9,
-          sample="faulted"),
+    Cheat("never_credit", "findings that the episode's actions contradict earn no amounts or "
+          "evidence credit, and the action term is lost: only the label (0.35) is left",
+          never_credit, 0.35, sample="faulted"),
     Cheat("credit_full_invoice", _FULL_CREDIT, credit_full_invoice, 0.0),
     Cheat("credit_never_submit", "no submission earns no positive term", credit_never_submit,
           0.0, sample="faulted"),

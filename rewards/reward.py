@@ -10,6 +10,11 @@ return the same breakdown, so logs compare across runs. Decisions beyond the des
   label + a shown but wrong amount: 0.35 + 0.20; right amounts + wrong label + credits: 0.65;
   a no_error guess after one call: 0.20 on every faulted case; see `rewards/cheats.py`).
   Grounding is still taught on wrong answers by the hallucination penalty (0 against -0.5);
+- the amounts term also needs the episode to have acted as it reported: the credit notes
+  drafted this episode equal the reported amounts (none for no_error). Otherwise a policy that
+  investigates perfectly and never credits anything keeps 0.35 + 0.35 + 0.20 = 0.90 against a
+  0.10 action term, and "never act" becomes a strategy (see `never_credit` in the suite);
+  with it, that policy gets 0.35, and right amounts under a wrong label at most 0.45;
 - the binary variant needs the same non-empty chain on top of eval success and no
   hallucinated number;
 - amounts are right only when the reported map equals the truth exactly, so an amount
@@ -115,7 +120,8 @@ def compute_reward(
         chain = bool(report.cited) and not untraceable
         reported = {item.invoice_id: item.overcharge_cents for item in findings.affected_invoices}
         label_right = findings.root_cause == truth.label
-        amounts_right = reported == truth.overcharges
+        # what the findings say must also be what the episode did (module docstring)
+        amounts_right = reported == truth.overcharges and credits == reported
         action_right = credits == truth.expected_credits
         unaffected = sum(1 for invoice in reported if invoice not in truth.overcharges)
         terms["root_cause"] = config.root_cause * label_right

@@ -27,7 +27,12 @@ from training.backends import build_model, server_config, train_kwargs
 from training.cold_start import ensure_cold_start
 from training.data_order import DataPlan
 from training.runs import RunConfig
-from training.validation import ValidationResult, validate, validation_scenarios
+from training.validation import (
+    ValidationResult,
+    scenario_group,
+    validate,
+    validation_scenarios,
+)
 
 if TYPE_CHECKING:
     from agent.art_import import art
@@ -171,10 +176,7 @@ async def gather_groups(
 
     return await art.gather_trajectory_groups(
         [
-            art.TrajectoryGroup(
-                (rollout(policy, scenario, config) for _ in range(group_size)),
-                metadata={"scenario_id": scenario.scenario_id, "difficulty": scenario.difficulty},
-            )
+            scenario_group((rollout(policy, scenario, config) for _ in range(group_size)), scenario)
             for scenario in scenarios
         ],
         pbar_desc=desc,

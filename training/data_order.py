@@ -95,7 +95,7 @@ def plan_data(run: RunConfig) -> DataPlan:
     """Reads the filter file when the run names one; raises DataPlanError with one line."""
     data, grpo = run.data, run.grpo
     seeds = curriculum_seeds(data.split, data.curriculum, data.limit)
-    drawn = {level: 0 for level in data.curriculum}
+    drawn: dict[str, int] = {level: 0 for level in data.curriculum}
     for seed in seeds:
         drawn[split_assignment(data.split, seed).difficulty] += 1
     summary = None

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import statistics
-import sys
 import time
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
@@ -20,30 +19,12 @@ from typing import Any
 
 from transformers import TrainerCallback
 
+import agent.art_import  # noqa: F401  (first: art's transformers patch breaks the tiny model)
 from agent.policy import Policy
 from agent.rollout import RolloutConfig, run_episode
 from env.scenario import Scenario, reveal_truth
 from eval.grader import grade_episode
 from training.trl_env import EpisodeOutcome
-
-
-def undo_art_mask_patch() -> None:
-    """Undo `import art`'s transformers patch, which breaks every masked forward pass here.
-
-    ART 0.5.18 swaps `masking_utils._preprocess_mask_arguments` for a 7-argument wrapper written
-    for older transformers; 5.24 calls it with 6 and raises TypeError (e.g. inside SFTTrainer).
-    Call it after anything may have imported `art` (agent.rollout does), right before training.
-    """
-    patches = sys.modules.get("art.transformers.patches")
-    if patches is None:
-        return
-    from transformers import masking_utils
-
-    if masking_utils._preprocess_mask_arguments is patches._patched_preprocess_mask_arguments:
-        masking_utils._preprocess_mask_arguments = patches._preprocess_mask_arguments
-
-
-undo_art_mask_patch()
 
 # TRL log keys copied into metrics.jsonl as they are (when present)
 TRL_KEYS = (

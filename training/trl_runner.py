@@ -21,8 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # `art` imports litellm: stay offline
-
+import agent.art_import  # noqa: F401  (first: art's transformers patch breaks the tiny model)
 from agent.rollout import RolloutConfig
 from env.generator import generate
 from env.scenario import Scenario
@@ -43,7 +42,6 @@ from training.trl_report import (
     TrlSummary,
     evaluate,
     plot_reward_curve,
-    undo_art_mask_patch,
 )
 
 REPO = Path(__file__).resolve().parent.parent
@@ -254,7 +252,6 @@ def run_trl(
     steps = trl.grpo_steps if steps is None else steps
     started = time.perf_counter()
     timings: dict[str, float] = {}
-    undo_art_mask_patch()
     torch.set_num_threads(trl.torch_threads)
     set_seed(run.seed)
     out_dir.mkdir(parents=True, exist_ok=True)

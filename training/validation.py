@@ -8,8 +8,9 @@ groups are logged with split="val" at the checkpoint's step, beside ART's `val/r
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from agent.policy import Policy
 from agent.rollout import RolloutConfig, run_episode
@@ -21,6 +22,8 @@ from eval.stats import mean_pass_hat_k
 from training.runs import RunConfig
 
 if TYPE_CHECKING:
+    from art.trajectories import MetadataValue
+
     from agent.art_import import art
 
 SUCCESS_METRIC = "eval_success"
@@ -44,6 +47,20 @@ class ValidationResult:
 def validation_scenarios(run: RunConfig) -> list[Scenario]:
     section = run.validation
     return [generate(section.split, seed) for seed in split_seeds(section.split, section.limit)]
+
+
+def scenario_group(
+    trajectories: Iterable[Awaitable[art.Trajectory]], scenario: Scenario
+) -> Awaitable[art.TrajectoryGroup]:
+    """A group for `gather_trajectory_groups`: built from coroutines, ART returns an awaitable."""
+    from agent.art_import import art
+
+    metadata: dict[str, MetadataValue] = {
+        "scenario_id": scenario.scenario_id,
+        "difficulty": scenario.difficulty,
+    }
+    group = art.TrajectoryGroup(trajectories, metadata=metadata)
+    return cast("Awaitable[art.TrajectoryGroup]", group)
 
 
 async def graded_rollout(
@@ -75,10 +92,7 @@ async def validate(
     k = run.validation.k
     groups = await art.gather_trajectory_groups(
         [
-            art.TrajectoryGroup(
-                (graded_rollout(policy, scenario, config) for _ in range(k)),
-                metadata={"scenario_id": scenario.scenario_id},
-            )
+            scenario_group((graded_rollout(policy, scenario, config) for _ in range(k)), scenario)
             for scenario in scenarios
         ],
         pbar_desc=f"val {step}",

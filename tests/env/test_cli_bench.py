@@ -2,7 +2,7 @@
 
 Only the shape and the verdicts are tested, never the timings themselves (this machine is
 shared); the command runs in-process through `main(argv)` with `--quick`, and once as a real
-subprocess. The rollout part imports ART, so its test is marked slow.
+subprocess. The rollout part needs ART, which the test session has already imported.
 """
 
 from __future__ import annotations
@@ -62,7 +62,6 @@ def test_a_json_path_in_a_missing_folder_is_one_line_and_status_two(
     assert capsys.readouterr().err.count("\n") == 1
 
 
-@pytest.mark.slow
 def test_reference_rollouts_run_at_each_concurrency() -> None:
     scenarios = [generate("eval", seed) for seed in split_seeds("eval")[:2]]
     figures, imported = bench_rollouts(scenarios, episodes=4)

@@ -12,17 +12,18 @@ import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from env.scenario import Scenario, ToolCall, reveal_truth
-from env.validate import _untouched_problems, check_scenario, main
+from env.validate import check_scenario, main, shows_amount, untouched_problems
 from tests.env.conftest import MARCH, query
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def with_truth(scenario: Scenario, **changes: object) -> Scenario:
+def with_truth(scenario: Scenario, **changes: Any) -> Scenario:
     return replace(scenario, _truth=replace(reveal_truth(scenario), **changes))
 
 
@@ -52,6 +53,12 @@ def test_an_overcharge_only_echoed_by_the_credit_note_is_not_evidence(
     assert problems == ["overcharge 128.75 of INV-HAND01 is in no tool output"]
 
 
+def test_an_amount_counts_as_shown_only_as_a_whole_number() -> None:
+    assert shows_amount('{"difference": "12.40", "currency": "EUR"}', "12.40")
+    assert not shows_amount('{"total": "112.40"}', "12.40")
+    assert not shows_amount('{"rate": "12.405"}', "12.40")
+
+
 def test_a_reference_call_that_errors_is_reported(hand_scenario: Scenario) -> None:
     bad = ToolCall("get_invoice", {"invoice_id": "INV-NOSUCH"})
     steps = (bad, *reveal_truth(hand_scenario).reference)
@@ -67,7 +74,7 @@ def test_a_change_outside_credit_notes_is_reported(hand_scenario: Scenario) -> N
     changed = db.serialize()
     db.close()
     assert query(changed, "SELECT amount_cents FROM payments WHERE id = 'PAY-HAND01'") == [(12876,)]
-    assert _untouched_problems(hand_scenario.database, changed) == [
+    assert untouched_problems(hand_scenario.database, changed) == [
         "table payments changed during the replay"
     ]
 

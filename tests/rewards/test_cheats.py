@@ -1,8 +1,8 @@
 """The reward-hacking suite (rewards/cheats.py) keeps every bound, and the reward keeps its sources.
 
 Every cheat runs through `agent.rollout.run_episode`, as in `python -m rewards.check`. A
-representative subset (one cheat per mechanism) runs by default; the rest are marked slow
-(`pytest -m "not slow"` skips them), since the whole suite takes longer than ten seconds here.
+representative subset (one cheat per mechanism) runs by default; the rest are marked slow and
+run with `pytest -m slow`, since the whole suite takes longer than ten seconds here.
 """
 
 from __future__ import annotations

@@ -32,7 +32,10 @@ SEED = curriculum_seeds("train", ["L1"], 1)[0]
 
 
 def row(scenario: Scenario) -> dict[str, Any]:
-    prompt = [{"role": "system", "content": "policy"}, {"role": "user", "content": scenario.complaint}]
+    prompt = [
+        {"role": "system", "content": "policy"},
+        {"role": "user", "content": scenario.complaint},
+    ]
     return {"prompt": prompt, "split": scenario.split, "seed": scenario.seed}
 
 
