@@ -25,7 +25,7 @@ from env.episode import EpisodeRecord, record_episode
 from env.generator import generate
 from env.ledger_env import LedgerEnv, open_database
 from env.scenario import Scenario, reveal_truth
-from env.splits import split_seeds
+from env.splits import SPLITS, split_seeds
 from env.tools import TOOL_NAMES
 
 MS = 1000.0
@@ -90,7 +90,8 @@ def _timed_ms(values: list[float], name: str, target: float | None) -> Figure:
 
 def bench_generation(count: int) -> tuple[Figure, ...]:
     """Fresh scenarios (the uncached function) from train seeds no other figure uses."""
-    seeds = split_seeds("train", 50_000 + count)[-count:]
+    first = SPLITS["train"].first_seed + 50_000
+    seeds = range(first, first + count)
     for seed in split_seeds("train", 30):  # first use of each fault module imports it
         generate.__wrapped__("train", seed)
     sizes = []

@@ -53,6 +53,9 @@ def run(prog: str, body: Callable[[Sequence[str] | None], int], argv: Sequence[s
     except UsageError as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `... | head`: the reader left; no traceback at exit either
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 def progress(items: Iterable[T], total: int, desc: str) -> Iterator[T]:

@@ -90,6 +90,7 @@ class TrainIndex:
 
 @dataclass(frozen=True)
 class Pair:
+    split: str
     scenario_id: str
     train_seed: int
     similarity: float
@@ -113,7 +114,7 @@ def compare_splits(train_limit: int, *, mask_names: bool = False) -> list[Pair]:
             if exact:
                 best, score = index.exact[text], 1.0
             train_seed = train_seeds[best] if best >= 0 else -1
-            pairs.append(Pair(f"{split}-{seed}", train_seed, score, exact))
+            pairs.append(Pair(split, f"{split}-{seed}", train_seed, score, exact))
     return pairs
 
 
@@ -134,12 +135,17 @@ def _main(argv: Sequence[str] | None) -> int:
     parser.add_argument("--show", type=positive_int, default=5, help="closest pairs to list")
     args = parser.parse_args(argv)
     pairs = compare_splits(args.train_limit, mask_names=args.mask_names)
-    scores = [p.similarity for p in pairs]
-    print(
-        f"{len(pairs)} eval/heldout complaints vs {args.train_limit} train: most-similar "
-        f"Jaccard max {max(scores):.3f}, p95 {percentile(scores, 95):.3f}, "
-        f"median {statistics.median(scores):.3f}"
-    )
+    groups = {
+        "eval+heldout": pairs,
+        **{s: [p for p in pairs if p.split == s] for s in FROZEN_SPLITS},
+    }
+    print(f"most-similar train complaint (word 3-gram Jaccard, first {args.train_limit} train):")
+    for name, group in groups.items():
+        scores = [p.similarity for p in group]
+        print(
+            f"  {name:<13} n={len(group):<4} max {max(scores):.3f}  "
+            f"p95 {percentile(scores, 95):.3f}  median {statistics.median(scores):.3f}"
+        )
     above = sorted(
         (p for p in pairs if p.similarity >= args.threshold), key=lambda p: -p.similarity
     )

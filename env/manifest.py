@@ -83,11 +83,9 @@ def scenario_facts(split: str, seed: int) -> ScenarioFacts:
 
 
 def frozen_facts() -> list[ScenarioFacts]:
-    return [f for split in FROZEN_SPLITS for f in map_seeds(scenario_facts, split, _seeds(split))]
-
-
-def _seeds(split: str, limit: int | None = None) -> list[int]:
-    return split_seeds(split, limit)
+    return [
+        f for split in FROZEN_SPLITS for f in map_seeds(scenario_facts, split, split_seeds(split))
+    ]
 
 
 def build_manifest(facts: list[ScenarioFacts]) -> dict[str, Any]:
@@ -194,8 +192,8 @@ def _main(argv: Sequence[str] | None) -> int:
         print(f"MISMATCH seed {m.seed} {m.field}: expected {m.expected!r}, got {m.got!r}")
     if expected.get("generator_hash") != got["generator_hash"]:
         print(f"note: generator hash {expected.get('generator_hash')} -> {got['generator_hash']}")
-    train = map_seeds(scenario_facts, "train", _seeds("train", args.train_limit))
-    val = map_seeds(scenario_facts, "val", _seeds("val"))
+    train = map_seeds(scenario_facts, "train", split_seeds("train", args.train_limit))
+    val = map_seeds(scenario_facts, "val", split_seeds("val"))
     problems = composition_problems(facts, train) + name_pool_problems(val)
     for problem in problems:
         print(f"INVARIANT {problem}")

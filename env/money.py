@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from decimal import ROUND_HALF_UP, Decimal
 from fractions import Fraction
+from functools import lru_cache
 
 CURRENCIES = ("USD", "EUR", "GBP", "CAD", "AUD")
 _AMOUNT = re.compile(r"^[0-9]{1,12}(\.[0-9]{1,2})?$")  # ASCII digits only
@@ -22,12 +23,12 @@ def round_half_up(value: Fraction | Decimal | int) -> int:
     """Rounds an exact amount of cents to a whole cent, halves away from zero."""
     if isinstance(value, int):
         return value
-    exact = (
-        Decimal(value.numerator) / Decimal(value.denominator)
-        if isinstance(value, Fraction)
-        else value
-    )
-    return int(exact.quantize(Decimal(1), rounding=ROUND_HALF_UP))
+    if isinstance(value, Fraction):  # integer arithmetic: exact, and no Decimal context limits
+        whole, rest = divmod(abs(value.numerator), value.denominator)
+        if 2 * rest >= value.denominator:
+            whole += 1
+        return whole if value.numerator >= 0 else -whole
+    return int(value.quantize(Decimal(1), rounding=ROUND_HALF_UP))
 
 
 def format_cents(cents: int) -> str:
@@ -49,6 +50,7 @@ def parse_amount(text: str) -> int:
     return int(whole) * 100 + int((frac + "00")[:2])
 
 
+@lru_cache(maxsize=4096)
 def parse_rate(text: str) -> Fraction:
     """A rate kept as an exact decimal string ("0.0825") -> Fraction."""
     return Fraction(Decimal(text))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from datetime import date
+from functools import lru_cache
 from typing import Any
 
 from env.billing import BillingInputs, CouponTerms, PlanTerms
@@ -63,7 +64,11 @@ def _day(value: str | None) -> date | None:
 
 
 def inputs_to_json(inputs: BillingInputs) -> str:
-    data = {
+    return json.dumps(inputs_to_dict(inputs), separators=(",", ":"))
+
+
+def inputs_to_dict(inputs: BillingInputs) -> dict[str, Any]:
+    return {
         "period_start": inputs.period_start.isoformat(),
         "period_end": inputs.period_end.isoformat(),
         "plan": plan_to_json(inputs.plan),
@@ -84,9 +89,9 @@ def inputs_to_json(inputs: BillingInputs) -> str:
         "fx_rate": format_rate(inputs.fx_rate),
         "fx_rate_date": inputs.fx_rate_date.isoformat(),
     }
-    return json.dumps(data, separators=(",", ":"))
 
 
+@lru_cache(maxsize=8192)  # BillingInputs is frozen: every episode of a scenario shares one parse
 def inputs_from_json(text: str) -> BillingInputs:
     data = json.loads(text)
     return BillingInputs(

@@ -122,8 +122,14 @@ def specs_by_name() -> dict[str, ToolSpec]:
     return {spec.name: spec for spec in tool_specs()}
 
 
+@cache
+def _openai_tools_json() -> str:
+    return json.dumps([spec.openai() for spec in tool_specs()])
+
+
 def openai_tools() -> list[dict[str, Any]]:
-    return [spec.openai() for spec in tool_specs()]
+    """The nine specs in OpenAI function format; a fresh copy each call (callers may mutate)."""
+    return json.loads(_openai_tools_json())  # type: ignore[no-any-return]
 
 
 def _validation_message(name: str, exc: ValidationError) -> str:

@@ -8,7 +8,6 @@ into `{"error": ...}` results so that no tool ever raises into the agent loop.
 
 from __future__ import annotations
 
-import json
 import re
 import sqlite3
 from dataclasses import replace
@@ -18,7 +17,7 @@ from env.billing import BillingError, BillingInputs, compute_invoice
 from env.findings import AffectedInvoice, Findings
 from env.labels import RootCause
 from env.money import BadAmount, format_cents, parse_amount, parse_rate
-from env.records import inputs_from_json, inputs_to_json
+from env.records import inputs_from_json, inputs_to_dict
 from env.tool_errors import InvalidArgument, Refused
 from env.tool_lookups import Lookups, parse_day
 
@@ -194,7 +193,7 @@ class BillingTools(Lookups):
             "invoice_id": invoice_id,
             "currency": inputs.currency,
             "overrides_applied": sorted(overrides),
-            "assumptions": json.loads(inputs_to_json(inputs)),
+            "assumptions": inputs_to_dict(inputs),
             **self.amounts_view(amounts, inputs),
             "billed_total": format_cents(billed),
             "difference": format_cents(billed - amounts.total_cents),

@@ -23,10 +23,30 @@ def tool_contract_hash() -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
+# what decides the bytes of a (split, seed): the engine, the world, the builders and their data
+_GENERATION_FILES = (
+    "billing.py",
+    "builder.py",
+    "calendar.py",
+    "complaints.py",
+    "decoys.py",
+    "generator.py",
+    "labels.py",
+    "money.py",
+    "records.py",
+    "scenario.py",
+    "splits.py",
+    "story.py",
+    "world.py",
+)
+
+
 @cache
 def generator_hash() -> str:
     digest = hashlib.sha256(GENERATOR_VERSION.encode())
-    files = [p for p in _ENV_DIR.rglob("*") if p.is_file() and p.suffix in (".py", ".json", ".sql")]
+    files = [_ENV_DIR / name for name in _GENERATION_FILES]
+    files += list((_ENV_DIR / "faults").glob("*.py"))
+    files += [p for p in (_ENV_DIR / "data").rglob("*") if p.is_file()]
     for path in sorted(files, key=lambda p: p.relative_to(_ENV_DIR).as_posix()):
         if path.name == "manifest.json":
             continue

@@ -24,7 +24,7 @@ from training import run_state
 from training.art_fixes import prepare_groups_for_training
 from training.art_policy import TrainableModelPolicy
 from training.backends import build_model, server_config, train_kwargs
-from training.cold_start import ensure_cold_start
+from training.cold_start import check_teacher, ensure_cold_start
 from training.data_order import DataPlan
 from training.runs import RunConfig
 from training.validation import (
@@ -84,13 +84,13 @@ async def train(
 ) -> TrainingSummary:
     """`max_steps` caps this invocation below the run's own (a smoke run); both count GRPO steps."""
     started = time.monotonic()
+    directory = run_state.model_dir(run)
+    # refusals first: a changed config or a teacher without its API key must not cost a start-up
+    note = run_state.record_run(directory, run, data.fingerprint(), force=force)
+    check_teacher(run, directory)
     model = build_model(run)
     await model.register(backend, _openai_client_config=server_config(run))
-    directory = run_state.model_dir(run)
-    step = await model.get_step()
-    summary = TrainingSummary(first_step=step)
-    note = run_state.record_run(directory, run, data.fingerprint(), step=step, force=force)
-    summary.notes += [note] if note else []
+    summary = TrainingSummary(first_step=await model.get_step(), notes=[note] if note else [])
     offset = await ensure_cold_start(run, model, directory, say)
     policy = TrainableModelPolicy(model, run.rollout)
     config = rollout_config(run)
@@ -180,6 +180,7 @@ async def gather_groups(
             for scenario in scenarios
         ],
         pbar_desc=desc,
+        max_metrics=1,  # the progress bar shows the mean reward, not every metric
         max_exceptions=MAX_FAILED_ROLLOUT_SHARE,  # a share of the step's rollouts
     )
 

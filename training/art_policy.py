@@ -20,23 +20,28 @@ if TYPE_CHECKING:
 
 
 class TrainableModelPolicy(OpenAICompatiblePolicy):
-    def __init__(self, model: art.TrainableModel, rollout: RolloutSection) -> None:
+    """`step=None` follows the latest checkpoint (training); a number pins one (evaluation)."""
+
+    def __init__(
+        self, model: art.TrainableModel, rollout: RolloutSection, step: int | None = None
+    ) -> None:
         super().__init__(
             base_url=model.inference_base_url or "",
-            model_name=model.get_inference_name(),
+            model_name=model.get_inference_name(step),
             temperature=rollout.temperature,
             max_tokens=rollout.max_tokens,
             logprobs=True,
-            name=model.name,
+            name=model.name if step is None else f"{model.name}@{step}",
             client=model.openai_client(),
         )
         self._model = model
+        self._step = step
 
     async def respond(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], scenario: Scenario
     ) -> PolicyReply:
         # every request in flight shares one step: the name only changes between steps
-        self.model_name = self._model.get_inference_name()
+        self.model_name = self._model.get_inference_name(self._step)
         return await super().respond(messages, tools, scenario)
 
     async def aclose(self) -> None:

@@ -1,18 +1,20 @@
 """Where GRPO runs: `[backend] kind` -> an ART backend, the trainable model, and train keywords.
 
 - "local": `LocalBackend(path=...)` on this machine's GPU (Unsloth trains, ART's vLLM serves);
-  needs the `[train]` extra and CUDA. Multi-GPU runs use ART's `MegatronBackend` instead (not
-  wired here; it needs `packed_sequence_length` and the Megatron packages, see docs/gpu.md).
+  needs the `[train]` extra, megatron-core/-bridge importable (a 0.5.18 import bug), uv and
+  CUDA. Multi-GPU runs would use ART's `MegatronBackend` (not wired: see docs/gpu.md).
 - "serverless": `ServerlessBackend` (W&B Training) on hosted GPUs; needs WANDB_API_KEY.
 - "tinker": `art.tinker.TinkerBackend` (ART tokenises here, Tinker trains); needs
   TINKER_API_KEY and `pip install 'openpipe-art[tinker]==0.5.18'`.
-`missing_requirements` says what is missing in one line without importing torch or ART.
+`missing_requirements` names what is missing in one line; it never imports ART, and torch only
+for its last check (CUDA).
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 from typing import TYPE_CHECKING, Any, cast
 
 from agent.api_policies import is_qwen35
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
 
 TRAIN_EXTRA = "pip install -e '.[train]'"
 TINKER_EXTRA = "pip install 'openpipe-art[tinker]==0.5.18'"
+MEGATRON_PINS = "pip install 'megatron-core==0.16.0rc0' 'megatron-bridge==0.4.0rc0'"
 # vLLM's parser for Qwen3.5's XML tool calls; ART's default ("hermes") does not parse them
 QWEN35_TOOL_PARSER = "qwen3_coder"
 
@@ -50,6 +53,17 @@ def missing_requirements(run: RunConfig) -> str | None:
             f"backend 'local' trains on a CUDA GPU and needs the [train] extra: {TRAIN_EXTRA} "
             f"(missing here: {missing}); docs/gpu.md has the exact setup"
         )
+    missing = _missing_modules("megatron.core", "megatron.bridge")
+    if missing:
+        return (
+            "ART 0.5.18's LocalBackend imports megatron.core and megatron.bridge when it starts "
+            f"(an upstream import bug; missing: {missing}): {MEGATRON_PINS}; see docs/gpu.md"
+        )
+    if not (shutil.which("uv") or os.environ.get("ART_VLLM_RUNTIME_BIN")):
+        return (
+            "ART builds its vLLM runtime with uv on first use: install uv (>= 0.6.15) or set "
+            "ART_VLLM_RUNTIME_BIN to a prebuilt art-vllm-runtime-server; see docs/gpu.md"
+        )
     import torch  # only now: importing it takes seconds and --check must not
 
     if not torch.cuda.is_available():
@@ -58,7 +72,15 @@ def missing_requirements(run: RunConfig) -> str | None:
 
 
 def _missing_modules(*names: str) -> str:
-    return ", ".join(name for name in names if importlib.util.find_spec(name) is None)
+    return ", ".join(name for name in names if not _importable(name))
+
+
+def _importable(name: str) -> bool:
+    """Without importing it; a dotted name whose parent package is absent is missing too."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:
+        return False
 
 
 def make_backend(run: RunConfig) -> art.Backend:

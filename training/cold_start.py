@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agent.policy import Policy, TransientPolicyError
-from agent.registry import build_policy, check_reachable, resolve_model
+from agent.registry import api_key, build_policy, check_reachable, resolve_model
 from agent.rollout import RolloutConfig, run_episode
 from env.generator import generate
 from env.scenario import Scenario, reveal_truth
@@ -62,6 +62,14 @@ async def ensure_cold_start(
     write_sft_state(directory, SftState(step, after, len(trajectories), section.teacher))
     say(f"cold start: SFT on {len(trajectories)} teacher trajectories -> checkpoint {after}")
     return after
+
+
+def check_teacher(run: RunConfig, directory: Path) -> None:
+    """Raises PolicyError now (unknown alias, unset key) when the SFT phase still has to run."""
+    state = read_sft_state(directory)
+    if run.cold_start is None or (state is not None and state.done):
+        return
+    api_key(resolve_model(run.cold_start.teacher))
 
 
 async def teacher_trajectories(

@@ -44,14 +44,21 @@ def checkpoint_steps(directory: Path) -> list[int]:
 
 
 def record_run(
-    directory: Path, run: RunConfig, data_fingerprint: str, *, step: int, force: bool = False
+    directory: Path, run: RunConfig, data_fingerprint: str, *, force: bool = False
 ) -> str | None:
-    """Writes the ledger on a fresh run; refuses a changed one unless forced (then says so)."""
+    """Writes the ledger on a fresh run; refuses a changed one unless forced (then says so).
+
+    Called before the backend starts (a refusal must not cost a vLLM start-up). Without any
+    checkpoint nothing was trained yet, so a changed config simply replaces the ledger; with
+    one, even the untrained 0000, the LoRA shape and the data order are already fixed.
+    """
     path = directory / RUN_FILE
     current = {"fingerprint": run.fingerprint(), "data_fingerprint": data_fingerprint}
-    if not path.is_file():
+    steps = checkpoint_steps(directory)
+    if not path.is_file() or not steps:
         _write_json(path, {**current, "run": _dump(run), "created": _now(), "forced": []})
         return None
+    step = steps[-1]
     saved = json.loads(path.read_text(encoding="utf-8"))
     if all(saved.get(key) == value for key, value in current.items()):
         return None

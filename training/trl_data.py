@@ -4,7 +4,8 @@ The tiny model has a 4096-token context and the prompt alone (system + nine tool
 complaint) takes about 2,700 of them, so a full reference investigation does not fit. The
 SFT conversation is the reference cut to fit: read calls are dropped, the largest output
 first among those whose removal keeps the reference's reward, until the rendering fits.
-Credit notes and `submit_findings` always stay. Used by `training.trl_runner`.
+Credit notes and `submit_findings` always stay; the findings' prose summary is left empty
+(the invoice ids and amounts still carry the evidence). Used by `training.trl_runner`.
 """
 
 from __future__ import annotations
@@ -106,7 +107,7 @@ def fitted_reference(
     reward: RewardConfig,
 ) -> SftExample | None:
     """The reference investigation with read calls dropped until it fits `max_tokens`."""
-    calls = list(reveal_truth(scenario).reference)
+    calls = [_terse(call) for call in reveal_truth(scenario).reference]
     total = len(calls)
     messages, score = replay(scenario, calls, tool_budget, reward)
     while count_tokens(messages) > max_tokens:
@@ -123,6 +124,13 @@ def fitted_reference(
     return SftExample(
         scenario.scenario_id, messages, count_tokens(messages), len(calls), total, score
     )
+
+
+def _terse(call: ToolCall) -> ToolCall:
+    """The reference's prose summary is beyond a tiny model; its findings cite ids and amounts."""
+    if call.name != "submit_findings":
+        return call
+    return ToolCall(call.name, {**call.arguments, "summary": ""})
 
 
 def corpus_lines(train_scenarios: Sequence[Scenario], tool_budget: int) -> Iterator[str]:

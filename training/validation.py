@@ -96,6 +96,7 @@ async def validate(
             for scenario in scenarios
         ],
         pbar_desc=f"val {step}",
+        max_metrics=1,  # the progress bar shows the mean reward, not every metric
         max_exceptions=len(scenarios) * k,  # a failed episode is a failure, never an abort
     )
     outcomes = [

@@ -63,7 +63,8 @@ def test_main_reports_the_distribution_and_no_exact_duplicates(
 ) -> None:
     assert main(["--train-limit", "60"]) == 0
     out = capsys.readouterr().out
-    assert "150 eval/heldout complaints vs 60 train: most-similar Jaccard max" in out
+    assert "most-similar train complaint (word 3-gram Jaccard, first 60 train):" in out
+    assert "eval+heldout  n=150" in out and "heldout       n=50" in out
     assert out.strip().splitlines()[-1] == "exact duplicates: 0"
 
 

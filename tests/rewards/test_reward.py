@@ -226,13 +226,26 @@ def test_credits_summed_per_invoice_to_the_overcharge_are_the_right_action(ep: E
     assert reward.terms["action"] == 0.10 and reward.total == 1.0
 
 
-def test_a_missing_credit_loses_the_action_term_and_the_binary_reward(ep: Episode) -> None:
+def test_a_missing_credit_loses_the_action_the_amounts_and_the_evidence_terms(ep: Episode) -> None:
     ep.investigate()
     ep.submit()
     reward = ep.reward()
-    # 0.35 + 0.35 + 0 + 0.20 = 0.90
-    assert reward.terms["action"] == 0.0 and reward.total == 0.9
+    # reported amounts the episode did not act on earn nothing: 0.35 + 0 + 0 + 0 = 0.35
+    assert reward.terms["action"] == 0.0 and reward.terms["amounts"] == 0.0
+    assert reward.terms["evidence"] == 0.0 and reward.total == 0.35
     assert ep.reward(variant="binary").total == 0.0
+
+
+def test_a_credit_that_differs_from_the_reported_amount_loses_the_amounts_term(
+    ep: Episode,
+) -> None:
+    ep.investigate()
+    owed = ep.truth.overcharges[ep.affected]
+    ep.credit(ep.affected, owed - 1)  # one cent short of what the findings will report
+    ep.submit()
+    reward = ep.reward()
+    # label 0.35; amounts 0 (credits != reported); action 0 (credits != truth); evidence 0
+    assert reward.terms["amounts"] == 0.0 and reward.total == 0.35
 
 
 def test_no_error_with_no_credit_is_the_right_action(calm_ep: Episode) -> None:
@@ -311,9 +324,9 @@ def test_a_credit_one_cent_beyond_the_overcharge_is_a_false_reversal(ep: Episode
     ep.credit(ep.affected, ep.truth.overcharges[ep.affected] + 1)
     ep.submit()
     reward = ep.reward()
-    # 0.35 + 0.35 + 0 + 0.20 - 1.00 = -0.10
+    # label 0.35; amounts and evidence 0 (the credit is not what was reported); -1.00 = -0.65
     assert reward.false_reversal and reward.terms["false_reversal"] == -1.0
-    assert reward.total == -0.1
+    assert reward.total == -0.65
 
 
 def test_two_small_notes_that_together_exceed_the_overcharge_are_a_false_reversal(
@@ -326,9 +339,9 @@ def test_two_small_notes_that_together_exceed_the_overcharge_are_a_false_reversa
     ep.credit(ep.affected, half_and_a_cent)
     ep.submit()
     reward = ep.reward()
-    # credits summed first: 2 * (owed // 2 + 1) > owed; 0.35 + 0.35 + 0 + 0.20 - 1.00 = -0.10
+    # credits summed first: 2 * (owed // 2 + 1) > owed; 0.35 + 0 + 0 + 0 - 1.00 = -0.65
     assert reward.credits == {ep.affected: 2 * half_and_a_cent}
-    assert reward.false_reversal and reward.total == -0.1
+    assert reward.false_reversal and reward.total == -0.65
 
 
 def test_any_credit_in_a_no_error_case_is_a_false_reversal(calm_ep: Episode) -> None:
@@ -336,8 +349,8 @@ def test_any_credit_in_a_no_error_case_is_a_false_reversal(calm_ep: Episode) -> 
     calm_ep.credit(next(iter(calm_ep.totals)), 1)  # one cent
     calm_ep.submit()
     reward = calm_ep.reward()
-    # 0.35 + 0.35 + 0 + 0.20 - 1.00 = -0.10
-    assert reward.false_reversal and reward.total == -0.1
+    # label 0.35; the empty report is contradicted by the credit: 0 + 0 + 0; -1.00 = -0.65
+    assert reward.false_reversal and reward.total == -0.65
 
 
 def test_the_tool_call_cost_is_lambda_per_call(ep: Episode) -> None:

@@ -104,7 +104,9 @@ def scripted_model(run: RunConfig, steps: int) -> tuple[DataPlan, ReferenceOrQui
     data = plan_data(run)
     for step in range(steps):
         assert len(set(data.batch(step))) == run.grpo.groups_per_step  # distinct scenarios
-    responder = ReferenceOrQuit(known_scenarios(run, data, steps), varied_scenarios(run, data, steps))
+    responder = ReferenceOrQuit(
+        known_scenarios(run, data, steps), varied_scenarios(run, data, steps)
+    )
     return data, responder
 
 

@@ -107,7 +107,9 @@ def test_every_request_names_the_current_checkpoint_and_disables_thinking(three_
     _, _, _, _, server, _ = three_steps
     names = {body["model"] for body in server.requests}
     assert names == {"loop-test@0", "loop-test@1", "loop-test@2", "loop-test@3"}
-    assert all(body["chat_template_kwargs"] == {"enable_thinking": False} for body in server.requests)
+    assert all(
+        body["chat_template_kwargs"] == {"enable_thinking": False} for body in server.requests
+    )
     assert all(body["logprobs"] is True for body in server.requests)
 
 

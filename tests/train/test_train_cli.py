@@ -1,0 +1,144 @@
+"""train.py as a command: --check and --export run on a CPU; training names what is missing."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from training.data_order import plan_data
+from training.export import export_checkpoint, model_card
+from training.plan import ASSUMED_SECONDS_PER_ROLLOUT, estimate
+from training.run_state import STEP_SECONDS_KEY, model_dir
+from training.runs import load_run
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def train_py(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(REPO / "train.py"), *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def fake_checkpoint(root: Path, run_name: str, step: int) -> Path:
+    """What LocalBackend leaves: checkpoints/NNNN with a PEFT adapter, and history.jsonl."""
+    directory = root / ".art" / "ledgergym" / "models" / run_name
+    checkpoint = directory / "checkpoints" / f"{step:04d}"
+    checkpoint.mkdir(parents=True)
+    config = {"base_model_name_or_path": "unsloth/qwen3.5-4b", "r": 16, "peft_type": "LORA"}
+    (checkpoint / "adapter_config.json").write_text(json.dumps(config))
+    (checkpoint / "adapter_model.safetensors").write_bytes(b"\x00" * 64)
+    rows = [
+        {"step": 0, "val/pass1": 0.12, "val/reward": 0.31},
+        {"step": step, "train/reward": 0.5, STEP_SECONDS_KEY: 150.0},
+        {"step": step, "val/pass1": 0.47, "val/reward": 0.66},
+    ]
+    (directory / "history.jsonl").write_text("\n".join(json.dumps(row) for row in rows) + "\n")
+    return directory
+
+
+def test_check_prints_the_plan_and_budget_of_binary_01_without_a_gpu(tmp_path):
+    done = train_py("--run", "binary-01", "--check", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "Qwen/Qwen3.5-4B" in out
+    assert "300 x 8 groups x 8 rollouts = 64 rollouts/step" in out
+    assert "curriculum  L1: GRPO steps 1-100" in out
+    assert "at GRPO steps 0, 50, ..., 300 (7 passes)" in out
+    assert "19,200 train + 700 validation rollouts" in out
+    assert "ASSUMED" in out and "GPU hours" in out
+    assert "no checkpoints yet" in out
+
+
+def test_check_imports_neither_torch_nor_art():
+    code = (
+        "import sys, train; rc = train.main(['--run', 'binary-01', '--check']); "
+        "heavy = [m for m in ('torch', 'art', 'transformers') if m in sys.modules]; "
+        "print('HEAVY', heavy, rc)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
+    assert "HEAVY [] 0" in done.stdout, done.stderr
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("unsloth") is not None, reason="this machine has the [train] extra"
+)
+def test_training_without_the_gpu_stack_ends_in_one_line_naming_the_fix(tmp_path):
+    done = train_py("--run", "binary-01", cwd=tmp_path)
+    assert done.returncode == 2
+    lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
+    assert len(lines) == 1, lines
+    assert "pip install -e '.[train]'" in lines[0] and "CUDA GPU" in lines[0]
+    assert "Traceback" not in done.stderr
+
+
+def test_an_unknown_run_is_one_line_naming_the_known_ones(tmp_path):
+    done = train_py("--run", "no-such-run", "--check", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and "binary-01" in done.stderr
+
+
+def test_export_copies_the_adapter_and_writes_a_model_card(tmp_path):
+    fake_checkpoint(tmp_path, "binary-01", 120)
+    done = train_py("--run", "binary-01", "--export", "exported", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    out = tmp_path / "exported"
+    assert sorted(p.name for p in out.iterdir()) == [
+        "README.md",
+        "adapter_config.json",
+        "adapter_model.safetensors",
+    ]
+    config = json.loads((out / "adapter_config.json").read_text())
+    assert config["base_model_name_or_path"] == "Qwen/Qwen3.5-4B"
+    card = (out / "README.md").read_text()
+    assert "checkpoint 0120" in card and "binary" in card
+    assert "| 120 | 0.470 | 0.660 |" in card and "| 0 | 0.120 | 0.310 |" in card
+    assert "--tool-call-parser qwen3_coder" in card
+    assert "unsloth/qwen3.5-4b" in card  # what it was trained on is still said
+
+
+def test_export_of_a_step_that_does_not_exist_names_the_ones_that_do(tmp_path):
+    fake_checkpoint(tmp_path, "binary-01", 7)
+    done = train_py("--run", "binary-01", "--export", "out", "--step", "9", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "no checkpoint 0009" in done.stderr and "[7]" in done.stderr
+
+
+def test_export_refuses_a_checkpoint_without_adapter_weights(tmp_path, monkeypatch):
+    directory = fake_checkpoint(tmp_path, "binary-01", 3)
+    (directory / "checkpoints" / "0003" / "adapter_model.safetensors").unlink()
+    monkeypatch.chdir(tmp_path)
+    from training.export import ExportError
+
+    with pytest.raises(ExportError, match="holds no PEFT adapter"):
+        export_checkpoint(load_run("binary-01"), tmp_path / "out")
+
+
+def test_the_model_card_says_when_no_validation_was_logged():
+    card = model_card(load_run("shaped-01"), 5, history=[])
+    assert "No validation was logged" in card
+    assert "shaped: root_cause 0.35" in card
+
+
+def test_the_budget_uses_the_measured_step_time_once_the_run_has_one(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    run = load_run("binary-01")
+    data = plan_data(run)
+    assumed = estimate(run, data)
+    assert assumed.step_seconds == 64 * ASSUMED_SECONDS_PER_ROLLOUT
+    assert assumed.step_seconds_measured == 0
+    fake_checkpoint(tmp_path, "binary-01", 2)
+    assert model_dir(run).is_dir()
+    measured = estimate(run, data)
+    assert (measured.step_seconds, measured.step_seconds_measured) == (150.0, 1)
