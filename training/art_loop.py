@@ -112,7 +112,7 @@ async def train(
             summary.stopped_by = "wall_clock"
             say(f"stopping after step {report.step}: the next step would pass the wall-clock limit")
             break
-    else:
+    else:  # reached the last step (not after a wall-clock stop: that budget is spent)
         if _validation_due(run, done, directory, offset, final=True):
             summary.validations.append(
                 await _validate(model, policy, val_scenarios, run, config, done + offset, say)

@@ -134,11 +134,15 @@ def _terse(call: ToolCall) -> ToolCall:
 
 
 def corpus_lines(train_scenarios: Sequence[Scenario], tool_budget: int) -> Iterator[str]:
-    """LedgerGym text for the tiny tokenizer: prompt, tool schemas, references, complaints."""
-    yield system_prompt(tool_budget)
-    for schema in trl_tool_schemas():
-        yield json.dumps(schema, ensure_ascii=False)
+    """LedgerGym text for the tiny tokenizer: prompt, tool schemas, references, complaints.
+
+    The system prompt and the schemas open every conversation, so they come once per training
+    scenario: weighted like that, BPE merges favour them and the fixed prompt gets shorter.
+    """
+    schemas = [json.dumps(schema, ensure_ascii=False) for schema in trl_tool_schemas()]
     for scenario in train_scenarios:
+        yield system_prompt(tool_budget)
+        yield from schemas
         messages, _ = replay(
             scenario, reveal_truth(scenario).reference, tool_budget, RewardConfig()
         )
