@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -26,6 +27,7 @@ from training.runs import RunConfig, RunConfigError, load_run
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # ART imports litellm: stay offline
 
 EXIT_USER_ERROR = 2
+TRL_MODULES = ("torch", "transformers", "trl", "peft", "datasets")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -135,10 +137,11 @@ def train_trl(run: RunConfig, args: argparse.Namespace) -> int:
             f"generations, on CPU; writes {out_dir}/"
         )
         return 0
-    try:
-        from training.trl_runner import run_trl
-    except ImportError as exc:
-        return fail(f"the TRL path needs the [trl] extra: pip install -e '.[trl]' ({exc.name})")
+    missing = [name for name in TRL_MODULES if importlib.util.find_spec(name) is None]
+    if missing:
+        return fail(f"the TRL path needs pip install -e '.[trl]' (missing: {', '.join(missing)})")
+    from training.trl_runner import run_trl
+
     summary = run_trl(run, out_dir=out_dir, steps=args.max_steps)
     print(summary.render())
     return 0

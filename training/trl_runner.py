@@ -139,11 +139,13 @@ def warm_start(
 
 
 def _assistant_scored(base: type) -> type:
-    """SFTTrainer whose loss projects only the assistant positions onto the vocabulary.
+    """SFTTrainer whose loss runs the shared prompt once per batch and scores only replies.
 
-    On CPU, TRL 1.16's fused LM head scores every position (trl/trainer/utils.py, `compact` is
-    False without Triton): here ~3,400 prompt tokens per example for ~300 trained ones, over
-    half of each step. Same loss (mean NLL over assistant tokens), a fraction of the work.
+    Two CPU savings, same loss (mean NLL over assistant tokens): every example opens with the
+    same ~2,600-token system prompt and tool schemas, so the batch runs that prefix once and
+    the rest of each example on a copy of its KV cache (gradients flow back through it); and
+    only assistant positions are projected onto the vocabulary, where TRL 1.16's fused LM head
+    scores every position without Triton (trl/trainer/utils.py:1640-1650).
     """
     import torch
     import torch.nn.functional as F
@@ -156,24 +158,41 @@ def _assistant_scored(base: type) -> type:
             return_outputs: bool = False,
             num_items_in_batch: Any = None,
         ) -> Any:
-            labels = inputs["labels"][:, 1:]
-            keep = labels != -100
-            hidden = model.get_decoder()(
-                input_ids=inputs["input_ids"],
-                attention_mask=inputs.get("attention_mask"),
-                use_cache=False,
+            ids, mask, labels = inputs["input_ids"], inputs["attention_mask"], inputs["labels"]
+            shared = _shared_prefix(ids, mask, labels)
+            decoder = model.get_decoder()
+            cache = None
+            if shared > 0:
+                cache = decoder(input_ids=ids[:1, :shared], use_cache=True).cache
+                cache.batch_repeat_interleave(ids.size(0))
+            hidden = decoder(
+                input_ids=ids[:, shared:],
+                attention_mask=mask,
+                cache=cache,
+                use_cache=cache is not None,
             ).last_hidden_state[:, :-1]
+            targets = labels[:, shared + 1 :]
+            keep = targets != -100
             logits = model.get_output_embeddings()(hidden[keep]).float()
-            targets = labels[keep]
             count = keep.sum() if num_items_in_batch is None else num_items_in_batch
-            loss = F.cross_entropy(logits, targets, reduction="sum") / torch.as_tensor(count).clamp(
-                min=1
+            total = F.cross_entropy(logits, targets[keep], reduction="sum")
+            loss = total / torch.as_tensor(count).clamp(min=1)
+            hits = (logits.argmax(-1) == targets[keep]).float()
+            self._metrics["train"]["mean_token_accuracy"].append(
+                hits.mean().item() if len(hits) else 0
             )
-            accuracy = (logits.argmax(-1) == targets).float().mean().item() if len(targets) else 0
-            self._metrics["train"]["mean_token_accuracy"].append(accuracy)
             return (loss, None) if return_outputs else loss
 
     return AssistantScoredSFTTrainer
+
+
+def _shared_prefix(ids: Any, mask: Any, labels: Any) -> int:
+    """Leading columns equal in every row, unpadded, and ending before the first scored token."""
+    same = (ids == ids[:1]).all(0) & mask.bool().all(0)
+    common = int(same.long().cumprod(0).sum())
+    scored = (labels != -100).any(0).nonzero()
+    first = int(scored[0]) if len(scored) else ids.size(1)
+    return max(0, min(common, first - 1, ids.size(1) - 1))
 
 
 def grpo(

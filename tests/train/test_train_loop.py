@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from pathlib import Path
 
 import pyarrow.parquet
 import pytest
@@ -54,9 +53,10 @@ def val_rows(run: RunConfig) -> dict[int, dict]:
     return {row["step"]: row for row in history(run) if run_state.PASS1_KEY in row}
 
 
-@pytest.fixture
-def three_steps(tmp_path: Path):
-    run = small_run(tmp_path / "art")
+@pytest.fixture(scope="module")
+def three_steps(tmp_path_factory: pytest.TempPathFactory):
+    """One 3-step run shared by the tests that only read what it left behind."""
+    run = small_run(tmp_path_factory.mktemp("three-steps") / "art")
     data, responder = scripted_model(run, steps=3)
     lines: list[str] = []
     with ScriptedOpenAIServer(responder) as server:
