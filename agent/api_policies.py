@@ -74,7 +74,9 @@ class OpenAICompatiblePolicy:
         logprobs: bool = False,
         name: str | None = None,
         client: openai.AsyncOpenAI | None = None,
+        enable_thinking: bool | None = None,
     ) -> None:
+        """`enable_thinking`: None sends `false` to Qwen3.5 models (by name), as training does."""
         self.name = name or model_name
         self.model_name = model_name
         self.base_url = base_url
@@ -87,8 +89,11 @@ class OpenAICompatiblePolicy:
         self._params: dict[str, Any] = {"temperature": temperature, "max_tokens": max_tokens}
         if logprobs:
             self._params["logprobs"] = True
-        if is_qwen35(model_name):  # inference and training tokenisation must agree
-            self._params["extra_body"] = {"chat_template_kwargs": {"enable_thinking": False}}
+        if enable_thinking is None and is_qwen35(model_name):
+            enable_thinking = False  # inference and training tokenisation must agree
+        if enable_thinking is not None:
+            kwargs = {"enable_thinking": enable_thinking}
+            self._params["extra_body"] = {"chat_template_kwargs": kwargs}
 
     async def respond(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], scenario: Scenario

@@ -170,8 +170,12 @@ def check_reachable(target: ModelTarget, timeout_s: float = 3.0) -> None:
         raise PolicyError(f"cannot reach {target.base_url}: {reason}") from None
 
 
-def build_policy(target: ModelTarget, *, temperature: float | None = None) -> Policy:
-    """Checks the key first; `temperature` overrides the entry's."""
+def build_policy(
+    target: ModelTarget, *, temperature: float | None = None, enable_thinking: bool | None = None
+) -> Policy:
+    """Checks the key first; `temperature` overrides the entry's. `enable_thinking` (OpenAI-
+    compatible servers): None = off for Qwen3.5 by name; a LoRA served under another name needs
+    it said explicitly (`--thinking off`)."""
     if target.kind == "program":
         return _PROGRAMS[target.model]()
     key = api_key(target)
@@ -187,6 +191,7 @@ def build_policy(target: ModelTarget, *, temperature: float | None = None) -> Po
             temperature=temp,
             max_tokens=target.max_tokens,
             name=target.name,
+            enable_thinking=enable_thinking,
         )
     return LiteLLMPolicy(
         model_id=target.model,

@@ -70,6 +70,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--model-name", help="the served model name at --base-url")
     parser.add_argument("--registry", type=Path, default=DEFAULT_REGISTRY, help="models.toml")
     parser.add_argument("--temperature", type=float, help="overrides the registry's")
+    parser.add_argument(
+        "--thinking",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="chat_template_kwargs.enable_thinking for OpenAI-compatible servers; auto = off "
+        "for Qwen3.5 by name (say off for a LoRA served under another name)",
+    )
     # on what
     parser.add_argument("--split", default="eval", choices=sorted(SPLITS))
     parser.add_argument("--limit", type=int, help="only the first N scenarios of the split")
@@ -204,7 +211,8 @@ def run(args: argparse.Namespace) -> int:
         split_seeds(args.split, args.limit)
     except ValueError as exc:  # an open-ended split without --limit
         raise UsageError(str(exc)) from None
-    policy = build_policy(target, temperature=args.temperature)
+    thinking = {"auto": None, "on": True, "off": False}[args.thinking]
+    policy = build_policy(target, temperature=args.temperature, enable_thinking=thinking)
     check_reachable(target)
     run_dir = args.out or Path("results") / f"{target.slug}-{args.split}-k{args.k}"
     config = run_config(target, args)
