@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from agent.cli import EXIT_INCOMPLETE, run_resumable
 from agent.policy import Policy, PolicyError, TransientPolicyError
 from agent.registry import DEFAULT_REGISTRY, build_policy, check_reachable, resolve_model
 from env.generator import generate
@@ -30,9 +31,6 @@ from env.splits import SPLITS, UnknownSplit, split_seeds
 
 if TYPE_CHECKING:
     from agent.rollout import RolloutConfig  # imports art (slow): only when measuring
-
-EXIT_USER_ERROR = 2
-EXIT_INCOMPLETE = 3
 
 
 class FilterError(RuntimeError):
@@ -306,14 +304,7 @@ async def _measure_and_close(
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    try:
-        return run(args)
-    except (PolicyError, FilterError, UnknownSplit) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USER_ERROR
-    except KeyboardInterrupt:
-        print("interrupted; rerun the same command to resume", file=sys.stderr)
-        return 130
+    return run_resumable(lambda: run(args), (PolicyError, FilterError, UnknownSplit))
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # before anything
 # litellm's own logging dumps its response objects with pydantic serializer warnings: not ours
 warnings.filterwarnings("ignore", message="Pydantic serializer warnings")
 
+from agent.cli import EXIT_INCOMPLETE, run_resumable  # noqa: E402
 from agent.policy import Policy, PolicyError, TransientPolicyError  # noqa: E402
 from agent.registry import (  # noqa: E402
     DEFAULT_REGISTRY,
@@ -50,8 +51,6 @@ from eval.episode_log import (  # noqa: E402
     result_line,
 )
 
-EXIT_USER_ERROR = 2
-EXIT_INCOMPLETE = 3
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -263,14 +262,7 @@ def _summarize(run_dir: Path, config: dict[str, Any], args: argparse.Namespace) 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    try:
-        return run(args)
-    except (PolicyError, RunLogError, UnknownSplit, UsageError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USER_ERROR
-    except KeyboardInterrupt:
-        print("interrupted; rerun the same command to resume", file=sys.stderr)
-        return 130
+    return run_resumable(lambda: run(args), (PolicyError, RunLogError, UnknownSplit, UsageError))
 
 
 if __name__ == "__main__":

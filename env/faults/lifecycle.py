@@ -13,10 +13,16 @@ from datetime import date, time
 from typing import Any
 
 from env.builder import WorldBuilder
-from env.calendar import days, local_to_utc
+from env.calendar import days
 from env.faults.base import FaultOutcome, call, recompute
-from env.faults.common import periods_for, seats_for
-from env.faults.plan_changes import day_inside, join_items, overcharge_text, record_event
+from env.faults.common import (
+    issue_unwarranted,
+    join_words,
+    overcharge_text,
+    periods_for,
+    seats_for,
+)
+from env.faults.plan_changes import day_inside, record_event
 from env.money import format_cents
 from env.story import Story
 from env.world import Event, Invoice, Plan
@@ -79,8 +85,8 @@ def seat_count_mismatch(b: WorldBuilder) -> FaultOutcome:
     summary = (
         f"The seats_changed event at {event.occurred_at} changed {story.sub.id} from {before} "
         f"to {after} seats from the next period ({story.period(change_k + 1)[0].isoformat()}), "
-        f"but {join_items([inv.id for inv in victims])} {_was(victims)} billed for {billed} "
-        f"seats. Recomputed with {after} seats: overcharged {join_items(overs)} "
+        f"but {join_words([inv.id for inv in victims])} {_was(victims)} billed for {billed} "
+        f"seats. Recomputed with {after} seats: overcharged {join_words(overs)} "
         f"({victims[0].billed.currency}), credited."
     )
     if variant == "reduction_reverted":
@@ -153,9 +159,9 @@ def billed_after_cancellation(b: WorldBuilder) -> FaultOutcome:
         summary=(
             f"{story.sub.id} was canceled at {canceled.occurred_at}, effective at the end of the "
             f"period ending {story.cancel_effective.isoformat()}, yet "
-            f"{join_items([inv.id for inv in unwanted])} {_was(unwanted)} issued for the "
+            f"{join_words([inv.id for inv in unwanted])} {_was(unwanted)} issued for the "
             f"period(s) after it and paid. No invoice should exist there; the full totals "
-            f"({join_items(totals)}, {unwanted[0].billed.currency}) are credited."
+            f"({join_words(totals)}, {unwanted[0].billed.currency}) are credited."
         ),
         slots={"invoice_id": unwanted[0].id, "cancel_date": day.isoformat()},
         traps=traps,
@@ -174,21 +180,9 @@ def _withdrawn_cancel(b: WorldBuilder, story: Story, k: int) -> None:
 
 def _unwanted_invoice(b: WorldBuilder, story: Story, k: int) -> Invoice:
     """An invoice for period k that a correct billing system never issues; paid like any other."""
-    assert b.draft is not None
     inputs = story.inputs(k, b)
     at = time(b.rng.randint(11, 15), 0)  # office hours, like `WorldBuilder.bill`
-    invoice = Invoice(
-        id=b.new_id("INV"),
-        customer_id=b.customer.id,
-        subscription_id=story.sub.id,
-        issued_at=local_to_utc(inputs.period_start, at, story.timezone),
-        correct=None,
-        billed=inputs,
-    )
-    b.draft.invoices.append(invoice)
-    b.draft.invoices.sort(key=lambda inv: (inv.issued_at, inv.id))
-    b.pay(invoice)
-    return invoice
+    return issue_unwarranted(b, story, inputs, b.new_id("INV"), at)
 
 
 # trial_period_charged ------------------------------------------------------------------------
@@ -315,7 +309,7 @@ def _trial_summary(
     extended: bool,
 ) -> str:
     currency = victims[0].billed.currency
-    ids = join_items([inv.id for inv in victims])
+    ids = join_words([inv.id for inv in victims])
     if extended:
         totals = [
             f"{format_cents(inv.billed_amounts().total_cents)} on {inv.id}" for inv in victims
@@ -324,7 +318,7 @@ def _trial_summary(
             f"{story.sub.id} had an extended {length}-day free trial ending at "
             f"{ended.occurred_at} (first charged day {trial_end.isoformat()} local), so the "
             f"period of {ids} lay wholly inside the trial: recomputed with proration_start "
-            f"{trial_end.isoformat()} it comes to 0.00. Totals {join_items(totals)} "
+            f"{trial_end.isoformat()} it comes to 0.00. Totals {join_words(totals)} "
             f"({currency}) are credited in full."
         )
     victim = victims[0]

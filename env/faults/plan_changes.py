@@ -16,7 +16,7 @@ from typing import Any
 from env.builder import WorldBuilder
 from env.calendar import days
 from env.faults.base import FaultOutcome, recompute
-from env.faults.common import periods_for, seats_for
+from env.faults.common import join_words, overcharge_text, periods_for, seats_for
 from env.money import format_cents
 from env.story import Story, plan_terms
 from env.world import Event, Invoice, Plan
@@ -55,14 +55,6 @@ def record_event(
     """Stamps an event at a working hour (far from local midnight) and returns it."""
     stamp = story.event(day, b.work_time(), kind, details)
     return next(e for e in reversed(story.sub.events) if e.occurred_at == stamp and e.type == kind)
-
-
-def join_items(items: list[str]) -> str:
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
-
-
-def overcharge_text(invoice: Invoice) -> str:
-    return format_cents(invoice.billed_amounts().total_cents - invoice.correct_total_cents())
 
 
 # proration_error ----------------------------------------------------------------------------
@@ -246,8 +238,8 @@ def _downgrade_summary(
     return (
         f"The plan_changed event at {event.occurred_at} scheduled a downgrade of {story.sub.id} "
         f"from {old.name} ({old.id}) to {new.name} ({new.id}) at period end, effective "
-        f"{effective}, but {join_items([inv.id for inv in victims])} "
+        f"{effective}, but {join_words([inv.id for inv in victims])} "
         f"{'was' if len(victims) == 1 else 'were'} still billed on "
-        f"{old.name}. Recomputed with {new.id}: overcharged {join_items(overs)} ({currency}), "
+        f"{old.name}. Recomputed with {new.id}: overcharged {join_words(overs)} ({currency}), "
         "credited."
     )

@@ -17,7 +17,7 @@ from env.billing import compute_invoice
 from env.builder import WorldBuilder, data
 from env.calendar import days
 from env.faults.base import FaultOutcome, recompute
-from env.faults.tax import (
+from env.faults.common import (
     invoice_words,
     invoices_by_start,
     join_words,

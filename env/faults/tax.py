@@ -15,58 +15,21 @@ from fractions import Fraction
 from env.builder import WorldBuilder, data
 from env.calendar import add_months, days
 from env.faults.base import FaultOutcome, call, recompute
-from env.faults.common import periods_for, seats_for
+from env.faults.common import (
+    invoice_words,
+    invoices_by_start,
+    join_words,
+    overcharge,
+    period_starts,
+    unbilled_story,
+    victim_count,
+)
 from env.money import format_cents, format_rate, parse_rate
+from env.scenario import ToolCall
 from env.story import Story
 from env.world import Invoice
 
 FIRST_RATE_DAY = "2023-01-01"  # the builder's tax history starts here
-
-
-# Story helpers shared with env/faults/pricing.py (candidates for env/faults/common.py).
-
-
-def unbilled_story(
-    b: WorldBuilder, *, metered: bool | None = None, minimum_periods: int = 1
-) -> Story:
-    """A catalog and one subscription whose invoices are not issued yet.
-
-    Tax history, exemptions, coupons and fx rates must be in place before `b.bill`, so the
-    faults here cannot use `main_subscription`, which bills at once.
-    """
-    plans = b.make_catalog().values()
-    plan = b.pick([p for p in plans if metered in (None, bool(p.overage_unit_price_cents))])
-    story = b.make_story(plan, seats=seats_for(b, plan), periods=periods_for(b, minimum_periods))
-    if plan.overage_unit_price_cents:
-        b.fill_usage(story)
-    return story
-
-
-def period_starts(story: Story) -> list[date]:
-    return [story.period(k)[0] for k in range(story.periods)]
-
-
-def victim_count(b: WorldBuilder, room: int) -> int:
-    """How many consecutive invoices a fault touches: mostly one at L1, up to three later."""
-    high = 1 if b.difficulty == "L1" and b.rng.random() < 0.8 else 3
-    return b.rng.randint(1, max(1, min(high, room)))
-
-
-def invoices_by_start(invoices: list[Invoice]) -> dict[date, Invoice]:
-    return {inv.billed.period_start: inv for inv in invoices}
-
-
-def overcharge(invoice: Invoice) -> int:
-    return invoice.billed_amounts().total_cents - invoice.correct_total_cents()
-
-
-def join_words(items: list[str]) -> str:
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
-
-
-def invoice_words(invoices: list[Invoice]) -> str:
-    ids = join_words([inv.id for inv in invoices])
-    return f"invoice {ids}" if len(invoices) == 1 else f"invoices {ids}"
 
 
 # wrong_tax_rate ---------------------------------------------------------------------------
@@ -170,16 +133,7 @@ def _outdated_rate(b: WorldBuilder, story: Story) -> FaultOutcome:
             f" Invoice {decoys[0].id} at {old} was correct: that rate was in force on "
             f"{decoys[0].billed.period_start.isoformat()}."
         )
-    return FaultOutcome(
-        label="wrong_tax_rate",
-        story=story,
-        focus=[*victims, *decoys],
-        evidence=evidence,
-        summary=summary,
-        slots=_tax_slots(victims[0]),
-        traps=traps,
-        variant="outdated",
-    )
+    return _wrong_rate_outcome(story, victims, decoys, evidence, summary, traps, variant="outdated")
 
 
 def _other_jurisdictions(b: WorldBuilder) -> list[tuple[str, str, str, str]]:
@@ -269,6 +223,22 @@ def _wrong_jurisdiction(
             f" The higher tax on {decoys[0].id} is a legitimate {own} rate change, "
             "applied correctly."
         )
+    return _wrong_rate_outcome(
+        story, victims, decoys, evidence, summary, traps, variant="wrong_jurisdiction"
+    )
+
+
+def _wrong_rate_outcome(
+    story: Story,
+    victims: list[Invoice],
+    decoys: list[Invoice],
+    evidence: list[ToolCall],
+    summary: str,
+    traps: list[str],
+    *,
+    variant: str,
+) -> FaultOutcome:
+    """Both flavours alike: victims inspected before decoys, the first victim's tax quoted."""
     return FaultOutcome(
         label="wrong_tax_rate",
         story=story,
@@ -277,7 +247,7 @@ def _wrong_jurisdiction(
         summary=summary,
         slots=_tax_slots(victims[0]),
         traps=traps,
-        variant="wrong_jurisdiction",
+        variant=variant,
     )
 
 

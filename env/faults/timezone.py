@@ -15,7 +15,7 @@ from env.billing import compute_invoice
 from env.builder import WorldBuilder
 from env.calendar import add_months, days, local_to_utc, utc_date
 from env.faults.base import FaultOutcome, call, recompute
-from env.faults.common import periods_for, seats_for
+from env.faults.common import issue_unwarranted, periods_for, seats_for
 from env.money import format_cents
 from env.story import Story
 from env.world import Invoice, Plan
@@ -277,20 +277,9 @@ def _cancellation(b: WorldBuilder) -> FaultOutcome:
 
 def _bill_left_period(b: WorldBuilder, story: Story, k: int) -> Invoice:
     """The invoice the billing system issued for a period after the cancellation took effect."""
-    assert b.draft is not None
     inputs = story.inputs(k, b)
-    invoice = Invoice(
-        id=b.new_id("INV"),
-        customer_id=b.customer.id,
-        subscription_id=story.sub.id,
-        issued_at=local_to_utc(inputs.period_start, time(b.rng.randint(1, 6), 0), story.timezone),
-        correct=None,
-        billed=inputs,
-    )
-    b.draft.invoices.append(invoice)
-    b.draft.invoices.sort(key=lambda inv: (inv.issued_at, inv.id))
-    b.pay(invoice)
-    return invoice
+    invoice_id = b.new_id("INV")  # drawn before the hour: the rng order fixes every scenario
+    return issue_unwarranted(b, story, inputs, invoice_id, time(b.rng.randint(1, 6), 0))
 
 
 def _trial_end(b: WorldBuilder) -> FaultOutcome:

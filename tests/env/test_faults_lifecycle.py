@@ -7,12 +7,8 @@ the fault (a seat change, a cancellation, a trial) must be visible through the a
 
 from __future__ import annotations
 
-import json
-import sqlite3
-from datetime import UTC, date, datetime
-from functools import cache
+from datetime import date
 from typing import Any
-from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -25,51 +21,20 @@ from env.faults.lifecycle import (
     seat_count_mismatch,
     trial_period_charged,
 )
-from env.generator import generate, scenario_rng
+from env.generator import scenario_rng
 from env.ledger_env import LedgerEnv
 from env.money import format_cents
 from env.scenario import Scenario, reveal_truth
-from env.splits import split_assignment
+from tests.env.conftest import ok
+from tests.env.fault_support import LEVELS, check_reference, investigate, local, scenarios
 
-LEVELS = ("L1", "L2", "L3")
 LABELS = ("seat_count_mismatch", "billed_after_cancellation", "trial_period_charged")
 PER_LEVEL = 6
 
 
-@cache
-def seeds_for(label: str, difficulty: str, count: int = PER_LEVEL) -> tuple[int, ...]:
-    found: list[int] = []
-    seed = 1_000_000
-    while len(found) < count:
-        assignment = split_assignment("train", seed)
-        if (assignment.label, assignment.difficulty) == (label, difficulty):
-            found.append(seed)
-        seed += 1
-    return tuple(found)
-
-
-def scenarios(label: str, difficulty: str) -> list[Scenario]:
-    return [generate("train", seed) for seed in seeds_for(label, difficulty)]
-
-
-def ask(env: LedgerEnv, name: str, **arguments: Any) -> dict[str, Any]:
-    result: dict[str, Any] = json.loads(env.call(name, json.dumps(arguments)))
-    assert "error" not in result, result
-    return result
-
-
-def local(stamp: str, timezone: str) -> datetime:
-    moment = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-    return moment.astimezone(ZoneInfo(timezone))
-
-
-def investigate(scenario: Scenario) -> tuple[LedgerEnv, str, dict[str, Any]]:
-    """A fresh episode, the customer's timezone and the affected subscription's timeline."""
-    env = LedgerEnv(scenario)
-    timezone = ask(env, "get_customer", customer_id=scenario.customer_id)["timezone"]
-    first = next(iter(reveal_truth(scenario).overcharges))
-    sub = ask(env, "get_invoice", invoice_id=first)["subscription_id"]
-    timeline = ask(env, "get_subscription_timeline", subscription_id=sub)
+def investigate_by_day(scenario: Scenario) -> tuple[LedgerEnv, str, dict[str, Any]]:
+    """`investigate`, with every timeline event at a daytime hour of the customer's zone."""
+    env, timezone, timeline = investigate(scenario)
     for event in timeline["events"]:  # near-midnight events belong to the timezone class
         at = local(event["occurred_at"], timezone)
         assert 2 <= at.hour < 22, event
@@ -83,57 +48,41 @@ def events_of(timeline: dict[str, Any], kind: str) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("label", LABELS)
 @pytest.mark.parametrize("difficulty", LEVELS)
 def test_reference_replay_credits_exactly_the_truth(label: str, difficulty: str) -> None:
-    for scenario in scenarios(label, difficulty):
-        truth = reveal_truth(scenario)
-        assert truth.label == label
-        assert truth.overcharges and all(cents > 0 for cents in truth.overcharges.values())
-        env = LedgerEnv(scenario)
-        for step in truth.reference:
-            out = env.call(step.name, json.dumps(step.arguments))
-            assert '"error"' not in out[:12], (step, out)
-        db = sqlite3.connect(":memory:")
-        db.deserialize(env.final_database())
-        credits = dict(db.execute("SELECT invoice_id, amount_cents FROM credit_notes").fetchall())
-        assert credits == truth.overcharges
-        findings = env.findings
-        assert findings is not None and findings.root_cause == label
-        assert {i.invoice_id: i.overcharge_cents for i in findings.affected_invoices} == credits
-        shown = " ".join(env.tool_outputs)
-        for cents in truth.overcharges.values():
-            assert f'"{format_cents(cents)}"' in shown
+    for scenario in scenarios(label, difficulty, PER_LEVEL):
+        check_reference(scenario, label)
 
 
 @pytest.mark.parametrize("difficulty", LEVELS)
 def test_seats_billed_exceed_the_count_set_by_the_seat_change_before_the_period(
     difficulty: str,
 ) -> None:
-    for scenario in scenarios("seat_count_mismatch", difficulty):
-        env, timezone, timeline = investigate(scenario)
+    for scenario in scenarios("seat_count_mismatch", difficulty, PER_LEVEL):
+        env, timezone, timeline = investigate_by_day(scenario)
         changes = [
             (local(e["occurred_at"], timezone).date().isoformat(), e["details"])
             for e in events_of(timeline, "seats_changed")
         ]
         assert all(d["effective"] == "next_period" for _, d in changes)
         for victim, cents in reveal_truth(scenario).overcharges.items():
-            invoice = ask(env, "get_invoice", invoice_id=victim)
+            invoice = ok(env, "get_invoice", invoice_id=victim)
             before = [d for day, d in changes if day < invoice["period_start"]]
             assert before, "a seats_changed event must precede the overbilled period"
             seats = before[-1]["to_seats"]
             assert invoice["billing_inputs"]["seats"] > seats
-            fixed = ask(env, "recompute_invoice", invoice_id=victim, seats=seats)
+            fixed = ok(env, "recompute_invoice", invoice_id=victim, seats=seats)
             assert fixed["difference"] == format_cents(cents)
 
 
 @pytest.mark.parametrize("difficulty", LEVELS)
 def test_invoices_after_cancellation_start_days_after_the_canceled_event(difficulty: str) -> None:
-    for scenario in scenarios("billed_after_cancellation", difficulty):
-        env, timezone, timeline = investigate(scenario)
+    for scenario in scenarios("billed_after_cancellation", difficulty, PER_LEVEL):
+        env, timezone, timeline = investigate_by_day(scenario)
         assert timeline["status"] == "canceled"
         (canceled,) = events_of(timeline, "canceled")
         assert canceled["details"]["effective"] == "at_period_end"
         canceled_on = local(canceled["occurred_at"], timezone).date()
         for victim, cents in reveal_truth(scenario).overcharges.items():
-            invoice = ask(env, "get_invoice", invoice_id=victim)
+            invoice = ok(env, "get_invoice", invoice_id=victim)
             assert (date.fromisoformat(invoice["period_start"]) - canceled_on).days >= 5
             assert invoice["total"] == format_cents(cents)
         withdrawn = events_of(timeline, "renewed")
@@ -142,18 +91,18 @@ def test_invoices_after_cancellation_start_days_after_the_canceled_event(difficu
 
 @pytest.mark.parametrize("difficulty", LEVELS)
 def test_trial_days_were_charged_before_the_trial_ended(difficulty: str) -> None:
-    for scenario in scenarios("trial_period_charged", difficulty):
-        env, timezone, timeline = investigate(scenario)
+    for scenario in scenarios("trial_period_charged", difficulty, PER_LEVEL):
+        env, timezone, timeline = investigate_by_day(scenario)
         (started,) = events_of(timeline, "trial_started")
         (ended,) = events_of(timeline, "trial_ended")
         trial_end = local(ended["occurred_at"], timezone).date()
         trial_start = local(started["occurred_at"], timezone).date()
         assert (trial_end - trial_start).days == started["details"]["trial_days"]
         for victim, cents in reveal_truth(scenario).overcharges.items():
-            invoice = ask(env, "get_invoice", invoice_id=victim)
+            invoice = ok(env, "get_invoice", invoice_id=victim)
             charged_from = invoice["billing_inputs"]["proration_start"] or invoice["period_start"]
             assert date.fromisoformat(charged_from) < trial_end
-            fixed = ask(env, "recompute_invoice", invoice_id=victim, proration_start=str(trial_end))
+            fixed = ok(env, "recompute_invoice", invoice_id=victim, proration_start=str(trial_end))
             assert fixed["difference"] == format_cents(cents)
             if trial_end >= date.fromisoformat(invoice["period_end"]):  # wholly inside
                 assert invoice["total"] == format_cents(cents)

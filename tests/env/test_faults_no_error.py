@@ -8,12 +8,8 @@ Run: pytest tests/env/test_faults_no_error.py
 
 from __future__ import annotations
 
-import json
 import random
-import sqlite3
 from datetime import date
-from functools import cache
-from typing import Any
 
 import pytest
 
@@ -26,23 +22,12 @@ from env.generator import generate, reference_solution
 from env.ledger_env import LedgerEnv
 from env.money import parse_amount
 from env.scenario import Scenario, Truth, reveal_truth
-from env.splits import spec, split_assignment
 from env.world import freeze
+from tests.env.conftest import query
+from tests.env.fault_support import LEVELS, Tools, replay, seeds_for
 
 LABEL = "no_error"
-LEVELS = ("L1", "L2", "L3")
-
-
-@cache
-def seeds_for(difficulty: str, count: int = 8) -> tuple[int, ...]:
-    found: list[int] = []
-    seed = spec("train").first_seed
-    while len(found) < count:
-        assignment = split_assignment("train", seed)
-        if assignment.label == LABEL and assignment.difficulty == difficulty:
-            found.append(seed)
-        seed += 1
-    return tuple(found)
+PER_LEVEL = 8
 
 
 def direct(variant: str, difficulty: str, seed: int) -> tuple[Scenario, FaultOutcome]:
@@ -68,38 +53,8 @@ def direct(variant: str, difficulty: str, seed: int) -> tuple[Scenario, FaultOut
     return scenario, outcome
 
 
-class Tools:
-    """A fresh episode on the scenario, used only to read what an agent could read."""
-
-    def __init__(self, scenario: Scenario) -> None:
-        self.env = LedgerEnv(scenario, tool_budget=10_000)
-        self.customer_id = scenario.customer_id
-
-    def __call__(self, name: str, **arguments: Any) -> dict[str, Any]:
-        result: dict[str, Any] = json.loads(self.env.call(name, json.dumps(arguments)))
-        assert "error" not in result, result
-        return result
-
-    def invoice(self, invoice_id: str) -> dict[str, Any]:
-        return self("get_invoice", invoice_id=invoice_id)
-
-    def timeline_of(self, invoice: dict[str, Any]) -> dict[str, Any]:
-        return self("get_subscription_timeline", subscription_id=invoice["subscription_id"])
-
-
-def replay(scenario: Scenario) -> LedgerEnv:
-    episode = LedgerEnv(scenario, tool_budget=10_000)
-    for step in reveal_truth(scenario).reference:
-        result = json.loads(episode.call(step.name, json.dumps(step.arguments)))
-        assert "error" not in result, (scenario.scenario_id, step, result)
-    return episode
-
-
 def credit_note_count(episode: LedgerEnv) -> int:
-    db = sqlite3.connect(":memory:")
-    db.deserialize(episode.final_database())
-    (count,) = db.execute("SELECT COUNT(*) FROM credit_notes").fetchone()
-    db.close()
+    ((count,),) = query(episode.final_database(), "SELECT COUNT(*) FROM credit_notes")
     return int(count)
 
 
@@ -107,7 +62,7 @@ def credit_note_count(episode: LedgerEnv) -> int:
 def test_generated_no_error_scenarios_have_no_overcharge_and_a_clean_reference(
     difficulty: str,
 ) -> None:
-    for seed in seeds_for(difficulty):
+    for seed in seeds_for(LABEL, difficulty, PER_LEVEL):
         scenario = generate("train", seed)
         truth = reveal_truth(scenario)
         assert truth.label == LABEL and scenario.difficulty == difficulty
@@ -122,7 +77,7 @@ def test_generated_no_error_scenarios_have_no_overcharge_and_a_clean_reference(
 
 @pytest.mark.parametrize("difficulty", LEVELS)
 def test_every_recompute_in_the_reference_shows_a_zero_difference(difficulty: str) -> None:
-    for seed in seeds_for(difficulty):
+    for seed in seeds_for(LABEL, difficulty, PER_LEVEL):
         scenario = generate("train", seed)
         tools = Tools(scenario)
         for step in reveal_truth(scenario).reference:

@@ -7,12 +7,8 @@ plan_changed event against the invoice) must be visible through the agent's own 
 
 from __future__ import annotations
 
-import json
-import sqlite3
-from datetime import UTC, date, datetime
-from functools import cache
+from datetime import date
 from typing import Any
-from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -23,71 +19,13 @@ from env.faults.plan_changes import (
     downgrade_not_applied,
     proration_error,
 )
-from env.generator import generate, scenario_rng
-from env.ledger_env import LedgerEnv
+from env.generator import scenario_rng
 from env.money import format_cents
-from env.scenario import Scenario, reveal_truth
-from env.splits import split_assignment
+from env.scenario import reveal_truth
+from tests.env.conftest import ok
+from tests.env.fault_support import LEVELS, check_reference, investigate, local, scenarios
 
-LEVELS = ("L1", "L2", "L3")
 PER_LEVEL = 6
-
-
-@cache
-def seeds_for(label: str, difficulty: str, count: int = PER_LEVEL) -> tuple[int, ...]:
-    found: list[int] = []
-    seed = 1_000_000
-    while len(found) < count:
-        assignment = split_assignment("train", seed)
-        if (assignment.label, assignment.difficulty) == (label, difficulty):
-            found.append(seed)
-        seed += 1
-    return tuple(found)
-
-
-def scenarios(label: str, difficulty: str) -> list[Scenario]:
-    return [generate("train", seed) for seed in seeds_for(label, difficulty)]
-
-
-def ask(env: LedgerEnv, name: str, **arguments: Any) -> dict[str, Any]:
-    result: dict[str, Any] = json.loads(env.call(name, json.dumps(arguments)))
-    assert "error" not in result, result
-    return result
-
-
-def local(stamp: str, timezone: str) -> datetime:
-    moment = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-    return moment.astimezone(ZoneInfo(timezone))
-
-
-def check_reference(scenario: Scenario, label: str) -> None:
-    """The reference replays without errors and credits exactly the truth, literally shown."""
-    truth = reveal_truth(scenario)
-    assert truth.label == label
-    assert truth.overcharges and all(cents > 0 for cents in truth.overcharges.values())
-    env = LedgerEnv(scenario)
-    for step in truth.reference:
-        out = env.call(step.name, json.dumps(step.arguments))
-        assert '"error"' not in out[:12], (step, out)
-    db = sqlite3.connect(":memory:")
-    db.deserialize(env.final_database())
-    credits = dict(db.execute("SELECT invoice_id, amount_cents FROM credit_notes").fetchall())
-    assert credits == truth.overcharges
-    findings = env.findings
-    assert findings is not None and findings.root_cause == label
-    assert {i.invoice_id: i.overcharge_cents for i in findings.affected_invoices} == credits
-    shown = " ".join(env.tool_outputs)
-    for cents in truth.overcharges.values():
-        assert f'"{format_cents(cents)}"' in shown
-
-
-def investigate(scenario: Scenario) -> tuple[LedgerEnv, str, dict[str, Any]]:
-    """A fresh episode, the customer's timezone and the affected subscription's timeline."""
-    env = LedgerEnv(scenario)
-    timezone = ask(env, "get_customer", customer_id=scenario.customer_id)["timezone"]
-    first = next(iter(reveal_truth(scenario).overcharges))
-    sub = ask(env, "get_invoice", invoice_id=first)["subscription_id"]
-    return env, timezone, ask(env, "get_subscription_timeline", subscription_id=sub)
 
 
 def assert_events_far_from_midnight(timeline: dict[str, Any], timezone: str) -> None:
@@ -99,13 +37,13 @@ def assert_events_far_from_midnight(timeline: dict[str, Any], timezone: str) -> 
 
 @pytest.mark.parametrize("difficulty", LEVELS)
 def test_proration_error_reference_credits_exactly_the_truth(difficulty: str) -> None:
-    for scenario in scenarios("proration_error", difficulty):
+    for scenario in scenarios("proration_error", difficulty, PER_LEVEL):
         check_reference(scenario, "proration_error")
 
 
 @pytest.mark.parametrize("difficulty", LEVELS)
 def test_downgrade_not_applied_reference_credits_exactly_the_truth(difficulty: str) -> None:
-    for scenario in scenarios("downgrade_not_applied", difficulty):
+    for scenario in scenarios("downgrade_not_applied", difficulty, PER_LEVEL):
         check_reference(scenario, "downgrade_not_applied")
 
 
@@ -113,7 +51,7 @@ def test_downgrade_not_applied_reference_credits_exactly_the_truth(difficulty: s
 def test_proration_invoice_records_another_date_than_the_immediate_plan_change(
     difficulty: str,
 ) -> None:
-    for scenario in scenarios("proration_error", difficulty):
+    for scenario in scenarios("proration_error", difficulty, PER_LEVEL):
         env, timezone, timeline = investigate(scenario)
         assert_events_far_from_midnight(timeline, timezone)
         changes = [
@@ -122,22 +60,22 @@ def test_proration_invoice_records_another_date_than_the_immediate_plan_change(
             if e["type"] == "plan_changed" and e["details"]["effective"] == "immediately"
         ]
         (victim, cents) = next(iter(reveal_truth(scenario).overcharges.items()))
-        invoice = ask(env, "get_invoice", invoice_id=victim)
+        invoice = ok(env, "get_invoice", invoice_id=victim)
         start = date.fromisoformat(invoice["period_start"])
         end = date.fromisoformat(invoice["period_end"])
         change = next(day for day in changes if start < day < end)
         recorded = date.fromisoformat(invoice["billing_inputs"]["plan_change_date"])
         assert abs((recorded - change).days) >= 3  # never a one-day timezone slip
-        fixed = ask(env, "recompute_invoice", invoice_id=victim, plan_change_date=str(change))
+        fixed = ok(env, "recompute_invoice", invoice_id=victim, plan_change_date=str(change))
         assert fixed["difference"] == format_cents(cents)
 
 
 @pytest.mark.parametrize("difficulty", ("L2", "L3"))
 def test_proration_decoy_change_in_another_period_is_prorated_correctly(difficulty: str) -> None:
-    for scenario in scenarios("proration_error", difficulty):
+    for scenario in scenarios("proration_error", difficulty, PER_LEVEL):
         env, timezone, timeline = investigate(scenario)
         truth = reveal_truth(scenario)
-        listed = ask(env, "list_invoices", customer_id=scenario.customer_id)["invoices"]
+        listed = ok(env, "list_invoices", customer_id=scenario.customer_id)["invoices"]
         mine = [i for i in listed if i["subscription_id"] == timeline["subscription_id"]]
         checked = 0
         for event in timeline["events"]:
@@ -147,7 +85,7 @@ def test_proration_decoy_change_in_another_period_is_prorated_correctly(difficul
             invoice = next(i for i in mine if i["period_start"] < day < i["period_end"])
             if invoice["invoice_id"] in truth.overcharges:
                 continue
-            result = ask(
+            result = ok(
                 env, "recompute_invoice", invoice_id=invoice["invoice_id"], plan_change_date=day
             )
             assert result["difference"] == "0.00"
@@ -159,7 +97,7 @@ def test_proration_decoy_change_in_another_period_is_prorated_correctly(difficul
 def test_downgrade_scheduled_at_period_end_precedes_every_invoice_still_on_the_old_plan(
     difficulty: str,
 ) -> None:
-    for scenario in scenarios("downgrade_not_applied", difficulty):
+    for scenario in scenarios("downgrade_not_applied", difficulty, PER_LEVEL):
         env, timezone, timeline = investigate(scenario)
         assert_events_far_from_midnight(timeline, timezone)
         scheduled = [
@@ -172,10 +110,10 @@ def test_downgrade_scheduled_at_period_end_precedes_every_invoice_still_on_the_o
         requested = local(scheduled[0]["occurred_at"], timezone).date().isoformat()
         assert timeline["plan"]["plan_id"] == details["to_plan_id"]
         for victim, cents in reveal_truth(scenario).overcharges.items():
-            invoice = ask(env, "get_invoice", invoice_id=victim)
+            invoice = ok(env, "get_invoice", invoice_id=victim)
             assert requested < invoice["period_start"]
             assert invoice["billing_inputs"]["plan"]["plan_id"] == details["from_plan_id"]
-            fixed = ask(env, "recompute_invoice", invoice_id=victim, plan_id=details["to_plan_id"])
+            fixed = ok(env, "recompute_invoice", invoice_id=victim, plan_id=details["to_plan_id"])
             assert fixed["difference"] == format_cents(cents)
 
 

@@ -1,8 +1,8 @@
 """coupon_not_applied, usage_overage_miscalculated, currency_conversion_error, via the tools.
 
-Same method as tests/env/test_faults_tax.py (whose helpers are reused): generated train
-scenarios per difficulty, the reference replayed through `LedgerEnv`, then the evidence read
-back through a second episode. Run: pytest tests/env/test_faults_pricing.py
+Same method as tests/env/test_faults_tax.py, with the helpers of tests/env/fault_support.py:
+generated train scenarios per difficulty, the reference replayed through `LedgerEnv`, then the
+evidence read back through a second episode. Run: pytest tests/env/test_faults_pricing.py
 """
 
 from __future__ import annotations
@@ -16,21 +16,15 @@ import pytest
 from env.calendar import utc_to_local_date
 from env.money import parse_amount
 from env.scenario import reveal_truth
-from tests.env.test_faults_tax import (
-    LEVELS,
-    Tools,
-    all_levels,
-    check_reference_matches_truth,
-    scenarios_for,
-)
+from tests.env.fault_support import LEVELS, Tools, all_levels, check_reference, scenarios
 
 # coupon_not_applied -----------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("level", LEVELS)
 def test_coupon_not_applied_reference_credits_exactly_each_overcharge(level: str) -> None:
-    for scenario in scenarios_for("coupon_not_applied", level):
-        check_reference_matches_truth(scenario, "coupon_not_applied")
+    for scenario in scenarios("coupon_not_applied", level):
+        check_reference(scenario, "coupon_not_applied")
 
 
 def _coupon_periods(tools: Tools, timeline: dict[str, Any], timezone: str) -> list[str]:
@@ -103,7 +97,7 @@ def test_invoices_of_the_coupons_subscription_carry_it_exactly_in_its_periods() 
 
 
 def test_coupon_not_applied_l3_inspects_a_rightly_undiscounted_invoice() -> None:
-    for scenario in scenarios_for("coupon_not_applied", "L3"):
+    for scenario in scenarios("coupon_not_applied", "L3"):
         tools = Tools(scenario)
         truth = reveal_truth(scenario)
         timezone = tools.customer()["timezone"]
@@ -125,8 +119,8 @@ def test_coupon_not_applied_l3_inspects_a_rightly_undiscounted_invoice() -> None
 
 @pytest.mark.parametrize("level", LEVELS)
 def test_usage_overage_reference_credits_exactly_each_overcharge(level: str) -> None:
-    for scenario in scenarios_for("usage_overage_miscalculated", level):
-        check_reference_matches_truth(scenario, "usage_overage_miscalculated")
+    for scenario in scenarios("usage_overage_miscalculated", level):
+        check_reference(scenario, "usage_overage_miscalculated")
 
 
 def _recorded_units(timeline: dict[str, Any], period_start: str) -> int:
@@ -159,7 +153,7 @@ def test_overcharged_usage_is_doubled_or_ignores_the_included_units() -> None:
 
 
 def test_usage_l3_has_a_real_spike_and_a_period_under_the_allowance_billed_correctly() -> None:
-    for scenario in scenarios_for("usage_overage_miscalculated", "L3"):
+    for scenario in scenarios("usage_overage_miscalculated", "L3"):
         tools = Tools(scenario)
         truth = reveal_truth(scenario)
         sub = tools.invoice(next(iter(truth.overcharges)))["subscription_id"]
@@ -183,8 +177,8 @@ def test_usage_l3_has_a_real_spike_and_a_period_under_the_allowance_billed_corre
 
 @pytest.mark.parametrize("level", LEVELS)
 def test_currency_conversion_reference_credits_exactly_each_overcharge(level: str) -> None:
-    for scenario in scenarios_for("currency_conversion_error", level):
-        check_reference_matches_truth(scenario, "currency_conversion_error")
+    for scenario in scenarios("currency_conversion_error", level):
+        check_reference(scenario, "currency_conversion_error")
 
 
 def test_overcharged_conversions_used_another_days_rate_or_the_inverse() -> None:
@@ -230,7 +224,7 @@ def test_invoices_not_credited_use_the_rate_of_their_period_start() -> None:
 
 
 def test_currency_l3_inspects_an_invoice_whose_high_rate_is_its_own_days_rate() -> None:
-    for scenario in scenarios_for("currency_conversion_error", "L3"):
+    for scenario in scenarios("currency_conversion_error", "L3"):
         tools = Tools(scenario)
         truth = reveal_truth(scenario)
         sub = tools.invoice(next(iter(truth.overcharges)))["subscription_id"]

@@ -2,99 +2,19 @@
 
 Scenarios come from `env.generator.generate` on train seeds of each label and difficulty; the
 reference is replayed through `LedgerEnv`, and the evidence is read back with a second episode
-on the same scenario, exactly as an agent would see it. The helpers here are shared with
-tests/env/test_faults_pricing.py. Run: pytest tests/env/test_faults_tax.py
+on the same scenario, exactly as an agent would see it (helpers in tests/env/fault_support.py).
+Run: pytest tests/env/test_faults_tax.py
 """
 
 from __future__ import annotations
 
-import json
-import sqlite3
 from datetime import date, timedelta
-from functools import cache
-from typing import Any
 
 import pytest
 
-from env.generator import generate
-from env.ledger_env import LedgerEnv
-from env.money import format_cents, parse_amount
-from env.scenario import Scenario, reveal_truth
-from env.splits import spec, split_assignment
-
-LEVELS = ("L1", "L2", "L3")
-
-
-@cache
-def seeds_for(label: str, difficulty: str, count: int) -> tuple[int, ...]:
-    found: list[int] = []
-    seed = spec("train").first_seed
-    while len(found) < count:
-        assignment = split_assignment("train", seed)
-        if assignment.label == label and assignment.difficulty == difficulty:
-            found.append(seed)
-        seed += 1
-    return tuple(found)
-
-
-def scenarios_for(label: str, difficulty: str, count: int = 4) -> list[Scenario]:
-    return [generate("train", seed) for seed in seeds_for(label, difficulty, count)]
-
-
-def all_levels(label: str, count: int = 4) -> list[Scenario]:
-    return [s for level in LEVELS for s in scenarios_for(label, level, count)]
-
-
-class Tools:
-    """A fresh episode on the scenario, used only to read what the agent could read."""
-
-    def __init__(self, scenario: Scenario) -> None:
-        self.env = LedgerEnv(scenario, tool_budget=10_000)
-        self.customer_id = scenario.customer_id
-
-    def __call__(self, name: str, **arguments: Any) -> dict[str, Any]:
-        result: dict[str, Any] = json.loads(self.env.call(name, json.dumps(arguments)))
-        assert "error" not in result, result
-        return result
-
-    def customer(self) -> dict[str, Any]:
-        return self("get_customer", customer_id=self.customer_id)
-
-    def invoice(self, invoice_id: str) -> dict[str, Any]:
-        return self("get_invoice", invoice_id=invoice_id)
-
-    def invoices(self) -> list[dict[str, Any]]:
-        items: list[dict[str, Any]] = self("list_invoices", customer_id=self.customer_id)[
-            "invoices"
-        ]
-        return items
-
-    def timeline(self, subscription_id: str) -> dict[str, Any]:
-        return self("get_subscription_timeline", subscription_id=subscription_id)
-
-
-def check_reference_matches_truth(scenario: Scenario, label: str) -> None:
-    """The reference drafts one note per overcharge, submits the truth, cites it literally."""
-    truth = reveal_truth(scenario)
-    assert truth.label == label
-    assert truth.overcharges and all(cents > 0 for cents in truth.overcharges.values())
-    env = LedgerEnv(scenario)
-    for step in truth.reference:
-        result = env.call(step.name, json.dumps(step.arguments))
-        assert '"error"' not in result[:12], (step, result)
-    db = sqlite3.connect(":memory:")
-    db.deserialize(env.final_database())
-    notes = db.execute(
-        "SELECT invoice_id, SUM(amount_cents) FROM credit_notes GROUP BY invoice_id"
-    ).fetchall()
-    assert dict(notes) == truth.overcharges
-    findings = env.findings
-    assert findings is not None and findings.root_cause == label
-    cited = {item.invoice_id: item.overcharge_cents for item in findings.affected_invoices}
-    assert cited == truth.overcharges
-    outputs = " ".join(env.tool_outputs)
-    for cents in truth.overcharges.values():
-        assert f'"{format_cents(cents)}"' in outputs
+from env.money import parse_amount
+from env.scenario import reveal_truth
+from tests.env.fault_support import LEVELS, Tools, all_levels, check_reference, scenarios
 
 
 def day(text: str) -> date:
@@ -106,8 +26,8 @@ def day(text: str) -> date:
 
 @pytest.mark.parametrize("level", LEVELS)
 def test_wrong_tax_rate_reference_credits_exactly_each_overcharge(level: str) -> None:
-    for scenario in scenarios_for("wrong_tax_rate", level):
-        check_reference_matches_truth(scenario, "wrong_tax_rate")
+    for scenario in scenarios("wrong_tax_rate", level):
+        check_reference(scenario, "wrong_tax_rate")
 
 
 def test_wrong_tax_rate_invoices_carry_a_higher_rate_than_the_one_in_force() -> None:
@@ -149,7 +69,7 @@ def test_wrong_tax_rate_comes_as_an_outdated_rate_or_another_jurisdictions_rate(
 
 
 def test_wrong_tax_rate_l3_inspects_an_invoice_taxed_correctly_after_a_rate_change() -> None:
-    for scenario in scenarios_for("wrong_tax_rate", "L3"):
+    for scenario in scenarios("wrong_tax_rate", "L3"):
         tools = Tools(scenario)
         home = tools.customer()["tax_jurisdiction"]
         truth = reveal_truth(scenario)
@@ -185,8 +105,8 @@ def test_reading_the_utc_issue_date_instead_of_the_period_start_finds_the_same_r
 
 @pytest.mark.parametrize("level", LEVELS)
 def test_tax_exempt_charged_reference_credits_exactly_each_overcharge(level: str) -> None:
-    for scenario in scenarios_for("tax_exempt_charged", level):
-        check_reference_matches_truth(scenario, "tax_exempt_charged")
+    for scenario in scenarios("tax_exempt_charged", level):
+        check_reference(scenario, "tax_exempt_charged")
 
 
 def test_the_exemption_window_covers_each_overcharged_invoice_and_the_tax_is_the_overcharge() -> (
@@ -226,7 +146,7 @@ def test_invoices_inside_the_window_are_exempt_and_those_outside_are_rightly_tax
 
 
 def test_tax_exempt_charged_l3_looks_at_an_invoice_taxed_before_the_certificate() -> None:
-    for scenario in scenarios_for("tax_exempt_charged", "L3"):
+    for scenario in scenarios("tax_exempt_charged", "L3"):
         tools = Tools(scenario)
         truth = reveal_truth(scenario)
         certificate = tools.customer()["exemption_certificate"]

@@ -8,12 +8,9 @@ Run: pytest tests/env/test_faults_timezone.py
 
 from __future__ import annotations
 
-import json
 import random
-import sqlite3
 from datetime import date, timedelta
 from functools import cache
-from typing import Any
 
 import pytest
 
@@ -22,14 +19,13 @@ from env.calendar import utc_date, utc_to_local_date
 from env.faults.timezone import is_west, timezone_period_boundary
 from env.generator import generate
 from env.labels import HELDOUT_LABEL
-from env.ledger_env import LedgerEnv
-from env.money import format_cents, parse_amount
+from env.money import parse_amount
 from env.scenario import Scenario, reveal_truth
 from env.splits import split_assignment, split_seeds
 from env.world import freeze
+from tests.env.fault_support import LEVELS, Tools, check_reference
 
 LABEL = "timezone_period_boundary"
-LEVELS = ("L1", "L2", "L3")
 
 
 @cache
@@ -39,36 +35,6 @@ def heldout() -> tuple[Scenario, ...]:
 
 def at_level(difficulty: str) -> list[Scenario]:
     return [s for s in heldout() if s.difficulty == difficulty]
-
-
-class Tools:
-    """A fresh episode on the scenario, used only to read what an agent could read."""
-
-    def __init__(self, scenario: Scenario) -> None:
-        self.env = LedgerEnv(scenario, tool_budget=10_000)
-        self.customer_id = scenario.customer_id
-
-    def __call__(self, name: str, **arguments: Any) -> dict[str, Any]:
-        result: dict[str, Any] = json.loads(self.env.call(name, json.dumps(arguments)))
-        assert "error" not in result, result
-        return result
-
-
-def replay(scenario: Scenario) -> LedgerEnv:
-    episode = LedgerEnv(scenario, tool_budget=10_000)
-    for step in reveal_truth(scenario).reference:
-        result = json.loads(episode.call(step.name, json.dumps(step.arguments)))
-        assert "error" not in result, (scenario.scenario_id, step, result)
-    return episode
-
-
-def credit_notes(episode: LedgerEnv) -> dict[str, int]:
-    db = sqlite3.connect(":memory:")
-    db.deserialize(episode.final_database())
-    rows = db.execute("SELECT invoice_id, SUM(amount_cents) FROM credit_notes GROUP BY 1")
-    notes = {invoice_id: int(cents) for invoice_id, cents in rows}
-    db.close()
-    return notes
 
 
 def test_all_fifty_heldout_seeds_generate_the_held_out_class_with_positive_overcharges() -> None:
@@ -96,17 +62,7 @@ def test_the_held_out_class_never_appears_in_train() -> None:
 @pytest.mark.parametrize("difficulty", LEVELS)
 def test_the_reference_credits_exactly_the_truth_and_submits_it(difficulty: str) -> None:
     for scenario in at_level(difficulty):
-        truth = reveal_truth(scenario)
-        episode = replay(scenario)
-        assert credit_notes(episode) == truth.overcharges
-        findings = episode.findings
-        assert findings is not None and findings.root_cause == LABEL
-        assert {a.invoice_id: a.overcharge_cents for a in findings.affected_invoices} == (
-            truth.overcharges
-        )
-        outputs = " ".join(episode.tool_outputs)
-        for cents in truth.overcharges.values():
-            assert f'"{format_cents(cents)}"' in outputs
+        check_reference(scenario, LABEL)
 
 
 def test_l1_complaints_name_the_affected_invoice_and_l2_complaints_do_not() -> None:
