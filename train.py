@@ -92,7 +92,10 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         return fail(missing)
 
-    # 7. Train.
+    # 7. Train. ART is imported with its transformers patch here (agent/art_guard.py).
+    from agent.art_guard import import_art_for_training
+
+    import_art_for_training()
     return asyncio.run(train_art(run, data, max_steps=args.max_steps, force=args.force))
 
 

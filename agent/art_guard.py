@@ -36,8 +36,13 @@ def install_art_guards() -> None:
 
 
 def import_art_for_training() -> types.ModuleType:
-    """For train.py on a GPU box: import art with its patch, unless it cannot fit."""
+    """For train.py on a GPU box: import art with its patch, unless it cannot fit.
+
+    Call before anything imports art; processes the backend forks then inherit the patch."""
     os.environ["LEDGERGYM_ART_TRANSFORMERS_PATCH"] = "1"
+    stub = sys.modules.get(_PATCH_MODULE)
+    if "art" not in sys.modules and stub is not None and getattr(stub, "__file__", None) is None:
+        del sys.modules[_PATCH_MODULE]  # our no-op stands in: take it away
     from transformers import masking_utils
 
     original = masking_utils._preprocess_mask_arguments
