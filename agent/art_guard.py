@@ -52,4 +52,3 @@ def import_art_for_training() -> types.ModuleType:
     if list(inspect.signature(patched).parameters) != list(inspect.signature(original).parameters):
         masking_utils._preprocess_mask_arguments = original
     return art
-

@@ -10,7 +10,7 @@ instead of the rollout's `env.tool_specs()`; both describe the same nine tools.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from openai.types.chat.chat_completion import Choice
 
@@ -36,7 +36,7 @@ class HfPolicy:
         max_context: int | None = None,
     ) -> None:
         self.name = name
-        self._model = model
+        self._model: Any = model
         self._tokenizer = tokenizer
         self._max_new_tokens = max_new_tokens
         self._temperature = temperature
@@ -50,19 +50,22 @@ class HfPolicy:
 
         turn = sum(1 for message in messages if message.get("role") == "assistant")
         shown_tools = self._render_tools if self._render_tools is not None else tools
-        prompt_ids = self._tokenizer.apply_chat_template(
-            messages,
-            tools=shown_tools,
-            add_generation_prompt=True,
-            tokenize=True,
-            return_dict=False,
+        prompt_ids = cast(
+            list[int],
+            self._tokenizer.apply_chat_template(
+                messages,
+                tools=cast(Any, shown_tools),
+                add_generation_prompt=True,
+                tokenize=True,
+                return_dict=False,
+            ),
         )
         room = min(self._max_new_tokens, self._max_context - len(prompt_ids))
         if room <= 0:  # out of context: end the turn with no call, as a length cut
             return PolicyReply(_choice({"content": ""}, "length", turn), len(prompt_ids), 0)
         sampling: dict[str, Any] = {"do_sample": self._temperature > 0}
         if self._temperature > 0:
-            sampling.update(temperature=self._temperature, top_k=0, top_p=1.0)
+            sampling["temperature"] = self._temperature  # no top-k/top-p cut, as in GRPOConfig
         with torch.no_grad():
             output = self._model.generate(
                 torch.tensor([prompt_ids], device=self._model.device),
@@ -83,7 +86,7 @@ class HfPolicy:
     ) -> dict[str, Any]:
         from trl.chat_template_utils import parse_response
 
-        return parse_response(self._tokenizer, new_ids, prefix=prompt_ids, tools=tools)
+        return parse_response(self._tokenizer, new_ids, prefix=prompt_ids, tools=cast(Any, tools))
 
     async def aclose(self) -> None:
         return None

@@ -2,10 +2,10 @@
 
 TRL turns every public method of the class into a tool through transformers' `get_json_schema`,
 so the methods are generated from `env.tools.BillingTools` (signature and Google docstring),
-never copied by hand; each delegates to `LedgerEnv.call` and returns its JSON text. One
-difference from the contract: `get_json_schema` cannot describe pydantic models, so
-`submit_findings(affected_invoices=...)` is typed `list[dict[str, str]]` here (the same JSON
-objects; `dispatch` validates them as `AffectedInvoice`).
+never copied by hand; each delegates to `LedgerEnv.call`. Two differences from the contract's
+signatures: every tool returns the JSON text (TRL shows the model `str(result)`), and
+`get_json_schema` cannot describe pydantic models, so `submit_findings(affected_invoices=...)`
+is typed `list[dict[str, str]]` (the same JSON objects; `dispatch` validates them).
 Test: pytest tests/train/test_trl_runner.py
 """
 
@@ -128,24 +128,32 @@ for _name in TOOL_NAMES:
     setattr(LedgerTrlEnv, _name, _tool_method(_name))
 
 
-def tool_format_reward(weight: float) -> Callable[..., list[float]]:
-    """Extra shaping (CPU runs only): `weight` x share of assistant turns that called known tools.
+def tool_format_reward(weight: float, eos_token_id: int) -> Callable[..., list[float]]:
+    """Extra shaping (CPU runs only): `weight` x how well-formed the episode's turns were.
 
-    A separate TRL reward column (`rewards/tool_format/...`), never part of the LedgerGym
-    reward; it gives a barely warm-started model a gradient towards well-formed calls.
+    Half for ending the last turn itself (with `eos_token_id`, not cut at the length limit),
+    half for the mean turn score: 1 for a call to one of the nine tools, 0.5 for a turn that
+    opens a `<tool_call>` that does not parse or names no known tool, 0 otherwise. A separate
+    TRL reward column (`rewards/tool_format/...`), never part of the LedgerGym reward: it gives
+    a barely warm-started model a gradient towards the format.
     """
 
-    def tool_format(completions: list[list[dict[str, Any]]], **_: Any) -> list[float]:
+    def turn_score(turn: dict[str, Any]) -> float:
+        calls = turn.get("tool_calls") or []
+        if calls and all(c.get("function", {}).get("name") in TOOL_NAMES for c in calls):
+            return 1.0
+        opened = calls or str(turn.get("content") or "").lstrip().startswith("<tool_call>")
+        return 0.5 if opened else 0.0
+
+    def tool_format(
+        completions: list[list[dict[str, Any]]], completion_ids: list[list[int]], **_: Any
+    ) -> list[float]:
         scores = []
-        for turns in completions:
-            replies = [t for t in turns if t.get("role") == "assistant"]
-            good = [
-                t
-                for t in replies
-                if t.get("tool_calls")
-                and all(c.get("function", {}).get("name") in TOOL_NAMES for c in t["tool_calls"])
-            ]
-            scores.append(weight * len(good) / len(replies) if replies else 0.0)
+        for turns, ids in zip(completions, completion_ids, strict=True):
+            replies = [turn_score(t) for t in turns if t.get("role") == "assistant"]
+            shape = sum(replies) / len(replies) if replies else 0.0
+            stopped = float(bool(ids) and ids[-1] == eos_token_id)
+            scores.append(weight * (stopped + shape) / 2)
         return scores
 
     return tool_format

@@ -172,7 +172,10 @@ def plot_reward_curve(rows: list[dict[str, Any]], path: Path, title: str) -> Non
     means = [row["reward_mean"] for row in rows]
     stds = [row["reward_std"] for row in rows]
     fig, ax = plt.subplots(figsize=(6, 3.5))
-    ax.plot(steps, means, marker="o", label="reward mean")
+    ax.plot(steps, means, marker="o", label="LedgerGym reward, mean")
+    trained = [row["trl"].get("reward") for row in rows]
+    if any(value is not None for value in trained):
+        ax.plot(steps, trained, marker=".", linestyle="--", label="trained reward (with shaping)")
     ax.fill_between(
         steps,
         [m - s for m, s in zip(means, stds, strict=True)],
@@ -181,7 +184,7 @@ def plot_reward_curve(rows: list[dict[str, Any]], path: Path, title: str) -> Non
         label="± std",
     )
     ax.set_xlabel("GRPO step")
-    ax.set_ylabel("LedgerGym reward")
+    ax.set_ylabel("reward per episode")
     ax.set_title(title)
     ax.legend()
     fig.tight_layout()
@@ -207,10 +210,13 @@ class TrlSummary:
     lora: dict[str, Any]
     before: EvalSummary
     after: EvalSummary
-    reward_first_steps: float
+    reward_first_steps: float  # LedgerGym reward, mean of the first `trend_window` steps
     reward_last_steps: float
+    trained_first_steps: float  # the reward GRPO optimised (LedgerGym + extra shaping)
+    trained_last_steps: float
     trend_window: int
-    groups_with_variance: int
+    groups_with_variance: int  # LedgerGym reward alone
+    groups_with_variance_total: int  # the reward GRPO trained on (with any extra shaping)
     groups_total: int
     lora_b_max_abs_delta: float
     lora_tensors_changed: int
@@ -226,8 +232,7 @@ class TrlSummary:
 
     def render(self) -> str:
         b, a = self.before, self.after
-        trend = self.reward_last_steps - self.reward_first_steps
-        word = "rose" if trend > 0 else ("fell" if trend < 0 else "did not move")
+        window = self.trend_window
         timings = ", ".join(f"{k} {v:.0f}s" for k, v in self.timings_s.items())
         return "\n".join(
             [
@@ -241,14 +246,22 @@ class TrlSummary:
                 f"  eval on {b.scenarios} {self.eval_split} scenarios (eval.grader):",
                 f"    before GRPO (warm start): {b.line()}",
                 f"    after GRPO (LoRA):        {a.line()}",
-                f"  train reward, mean of first/last {self.trend_window} steps: "
-                f"{self.reward_first_steps:.3f} -> {self.reward_last_steps:.3f} "
-                f"({word} by {abs(trend):.3f}; a few noisy steps, not evidence of learning)",
-                f"  groups with non-zero reward variance: {self.groups_with_variance}/"
-                f"{self.groups_total}",
+                f"  train reward, mean of first -> last {window} steps (noisy; not evidence of "
+                "learning either way):",
+                f"    LedgerGym reward {_trend(self.reward_first_steps, self.reward_last_steps)}",
+                f"    trained reward   {_trend(self.trained_first_steps, self.trained_last_steps)}",
+                f"  groups with non-zero reward variance: LedgerGym reward "
+                f"{self.groups_with_variance}/{self.groups_total}, trained reward "
+                f"{self.groups_with_variance_total}/{self.groups_total}",
                 f"  LoRA changed: {self.lora_tensors_changed} lora_B tensors, max |delta| "
                 f"{self.lora_b_max_abs_delta:.3g}",
                 f"  extra shaping: {self.extra_shaping or 'none'}",
                 f"  wall time {self.wall_s:.0f}s ({timings})",
             ]
         )
+
+
+def _trend(first: float, last: float) -> str:
+    change = last - first
+    word = "rose" if change > 0 else ("fell" if change < 0 else "did not move")
+    return f"{first:.3f} -> {last:.3f} ({word} by {abs(change):.3f})"

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import os
 import statistics
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import agent.art_import  # noqa: F401  (first: art's transformers patch breaks the tiny model)
 from agent.rollout import RolloutConfig
@@ -43,6 +43,7 @@ from training.trl_report import (
     evaluate,
     plot_reward_curve,
 )
+from training.trl_sft import warm_start
 
 REPO = Path(__file__).resolve().parent.parent
 TREND_WINDOW = 5  # steps averaged at each end of the reward curve for the summary
@@ -53,7 +54,7 @@ def cache_dir() -> Path:
     return (Path(root) if root else REPO / ".cache") / "tiny-models"
 
 
-def _scenarios(split: str, difficulties: list[str], limit: int) -> list[Scenario]:
+def _scenarios(split: str, difficulties: Sequence[str], limit: int) -> list[Scenario]:
     return [generate(split, seed) for seed in curriculum_seeds(split, difficulties, limit)]
 
 
@@ -65,13 +66,20 @@ class _Tokens:
         self.tools = tools
 
     def __call__(self, messages: list[dict[str, Any]], generation_prompt: bool = False) -> int:
-        ids = self.tokenizer.apply_chat_template(
-            messages,
-            tools=self.tools,
-            add_generation_prompt=generation_prompt,
-            tokenize=True,
-            return_dict=False,
-        )
+        from transformers.utils import logging
+
+        level = logging.get_verbosity()
+        logging.set_verbosity_error()  # measuring a too-long reference is the point, not a bug
+        try:
+            ids = self.tokenizer.apply_chat_template(
+                messages,
+                tools=self.tools,
+                add_generation_prompt=generation_prompt,
+                tokenize=True,
+                return_dict=False,
+            )
+        finally:
+            logging.set_verbosity(level)
         return len(ids)
 
 
@@ -96,103 +104,6 @@ def sft_examples(
     if not examples:
         raise RuntimeError("no reference trajectory fits the context; raise max_completion_length")
     return examples
-
-
-def warm_start(
-    run: RunConfig, model_dir: str | Path, tokenizer: Any, examples: list[SftExample], out: Path
-) -> Path:
-    """Full-weight SFT of the tiny model on the fitted references (assistant tokens only)."""
-    from datasets import Dataset
-    from transformers import AutoModelForCausalLM
-    from trl import SFTConfig, SFTTrainer
-
-    trl = _trl(run)
-    tools = json.dumps(trl_tool_schemas())  # a string column keeps Arrow out of the schema
-    rows = [{"messages": ex.messages, "tools": tools} for ex in examples]
-    args = SFTConfig(
-        output_dir=str(out / "sft"),
-        max_steps=trl.sft_steps,
-        per_device_train_batch_size=trl.sft_batch_size,
-        learning_rate=trl.sft_learning_rate,
-        lr_scheduler_type="constant",
-        max_length=None,  # examples are fitted to the context already; never cut the submit
-        assistant_only_loss=True,
-        use_cpu=True,
-        bf16=False,
-        activation_checkpointing=False,  # TRL defaults it on; slow on CPU
-        save_strategy="no",
-        report_to="none",
-        disable_tqdm=True,
-        logging_steps=max(1, trl.sft_steps // 5),
-        seed=run.seed,
-    )
-    model = AutoModelForCausalLM.from_pretrained(model_dir)
-    trainer = _assistant_scored(SFTTrainer)(
-        model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tokenizer
-    )
-    if trl.sft_steps > 0:
-        trainer.train()
-    warm = out / "warm_start"
-    trainer.save_model(str(warm))
-    tokenizer.save_pretrained(str(warm))
-    return warm
-
-
-def _assistant_scored(base: type) -> type:
-    """SFTTrainer whose loss runs the shared prompt once per batch and scores only replies.
-
-    Two CPU savings, same loss (mean NLL over assistant tokens): every example opens with the
-    same ~2,600-token system prompt and tool schemas, so the batch runs that prefix once and
-    the rest of each example on a copy of its KV cache (gradients flow back through it); and
-    only assistant positions are projected onto the vocabulary, where TRL 1.16's fused LM head
-    scores every position without Triton (trl/trainer/utils.py:1640-1650).
-    """
-    import torch
-    import torch.nn.functional as F
-
-    class AssistantScoredSFTTrainer(base):  # type: ignore[misc, valid-type]
-        def compute_loss(
-            self,
-            model: Any,
-            inputs: dict[str, Any],
-            return_outputs: bool = False,
-            num_items_in_batch: Any = None,
-        ) -> Any:
-            ids, mask, labels = inputs["input_ids"], inputs["attention_mask"], inputs["labels"]
-            shared = _shared_prefix(ids, mask, labels)
-            decoder = model.get_decoder()
-            cache = None
-            if shared > 0:
-                cache = decoder(input_ids=ids[:1, :shared], use_cache=True).cache
-                cache.batch_repeat_interleave(ids.size(0))
-            hidden = decoder(
-                input_ids=ids[:, shared:],
-                attention_mask=mask,
-                cache=cache,
-                use_cache=cache is not None,
-            ).last_hidden_state[:, :-1]
-            targets = labels[:, shared + 1 :]
-            keep = targets != -100
-            logits = model.get_output_embeddings()(hidden[keep]).float()
-            count = keep.sum() if num_items_in_batch is None else num_items_in_batch
-            total = F.cross_entropy(logits, targets[keep], reduction="sum")
-            loss = total / torch.as_tensor(count).clamp(min=1)
-            hits = (logits.argmax(-1) == targets[keep]).float()
-            self._metrics["train"]["mean_token_accuracy"].append(
-                hits.mean().item() if len(hits) else 0
-            )
-            return (loss, None) if return_outputs else loss
-
-    return AssistantScoredSFTTrainer
-
-
-def _shared_prefix(ids: Any, mask: Any, labels: Any) -> int:
-    """Leading columns equal in every row, unpadded, and ending before the first scored token."""
-    same = (ids == ids[:1]).all(0) & mask.bool().all(0)
-    common = int(same.long().cumprod(0).sum())
-    scored = (labels != -100).any(0).nonzero()
-    first = int(scored[0]) if len(scored) else ids.size(1)
-    return max(0, min(common, first - 1, ids.size(1) - 1))
 
 
 def grpo(
@@ -239,7 +150,9 @@ def grpo(
         target_modules=list(run.lora.target_modules),
         task_type="CAUSAL_LM",
     )
-    shaping = [tool_format_reward(trl.format_reward)] if trl.format_reward > 0 else None
+    shaping: list[Any] | None = None
+    if trl.format_reward > 0:
+        shaping = [tool_format_reward(trl.format_reward, tokenizer.eos_token_id)]
     trainer = GRPOTrainer(
         model=str(warm),
         reward_funcs=shaping,
@@ -247,14 +160,14 @@ def grpo(
         train_dataset=Dataset.from_list(grpo_rows(train, run.rollout.tool_budget)),
         processing_class=tokenizer,
         peft_config=lora,
-        environment_factory=factory,
+        # TRL's protocol types reset(**kwargs); ours names the row fields it needs
+        environment_factory=cast(Any, factory),
         callbacks=[recorder],
     )
-    before = {
-        name: p.detach().clone() for name, p in trainer.model.named_parameters() if "lora_B" in name
-    }
+    model = cast(Any, trainer.model)
+    before = {n: p.detach().clone() for n, p in model.named_parameters() if "lora_B" in n}
     trainer.train()
-    after = dict(trainer.model.named_parameters())
+    after = dict(model.named_parameters())
     deltas = [float((after[name].detach() - old).abs().max()) for name, old in before.items()]
     changed = sum(delta > 0 for delta in deltas)
     return trainer, recorder, max(deltas, default=0.0), changed
@@ -331,7 +244,7 @@ def run_trl(
     examples = sft_examples(run, train, tokens, base.config.max_position_embeddings)
     mark = lap("data_and_model", started)
 
-    warm = warm_start(run, model_dir, tokenizer, examples, out_dir)
+    warm = warm_start(trl, model_dir, tokenizer, examples, out_dir, seed=run.seed)
     mark = lap("sft", mark)
 
     rollout = RolloutConfig(
@@ -389,14 +302,26 @@ def _summary(
         after=after,
         reward_first_steps=statistics.fmean(r["reward_mean"] for r in rows[:window]) if rows else 0,
         reward_last_steps=statistics.fmean(r["reward_mean"] for r in rows[-window:]) if rows else 0,
+        trained_first_steps=_mean_of(rows[:window], "reward"),
+        trained_last_steps=_mean_of(rows[-window:], "reward"),
         trend_window=window,
         groups_with_variance=sum(std > 0 for std in group_stds),
+        groups_with_variance_total=sum(
+            round((1 - r["trl"].get("frac_reward_zero_std", 1.0)) * len(r["group_reward_std"]))
+            for r in rows
+        ),
         groups_total=len(group_stds),
         lora_b_max_abs_delta=0.0,
         lora_tensors_changed=0,
         timings_s=timings,
         wall_s=0.0,
+        extra_shaping=f"tool_format x {trl.format_reward}" if trl.format_reward else None,
     )
+
+
+def _mean_of(rows: list[dict[str, Any]], trl_key: str) -> float:
+    values = [row["trl"][trl_key] for row in rows if trl_key in row["trl"]]
+    return statistics.fmean(values) if values else 0.0
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -50,12 +50,15 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_tiny_model(corpus=corpus, cache_dir=tmp_path_factory.mktemp("tiny"))
 
 
-def test_trl_exposes_exactly_the_nine_tools_and_the_ledgergym_reward(model_dir: Path) -> None:
+def test_trl_exposes_exactly_the_nine_tools_and_the_ledgergym_reward(
+    model_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from datasets import Dataset
     from transformers import AutoTokenizer
     from transformers.utils import get_json_schema
     from trl import GRPOConfig, GRPOTrainer
 
+    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
     scenario = generate("train", SEED)
     args = GRPOConfig(
         output_dir=str(model_dir.parent / "probe"),
@@ -108,7 +111,7 @@ def _reachable(obj: object, depth: int, seen: set[int]) -> list[object]:
             continue
         try:
             value = getattr(obj, name)
-        except Exception:  # noqa: S112 - a property that refuses is not a leak
+        except Exception:  # a property that refuses to answer leaks nothing
             continue
         if inspect.ismethod(value) and value.__self__ is obj:
             continue
@@ -180,15 +183,20 @@ def test_bad_arguments_reach_the_environment_as_an_error_result() -> None:
     assert "Accepted: {customer_id}" in result["error"]
 
 
-def test_tool_format_reward_is_the_share_of_turns_that_called_known_tools() -> None:
+def test_tool_format_reward_credits_stopping_and_well_formed_calls() -> None:
     call = {"type": "function", "function": {"name": "get_customer", "arguments": {}}}
     bogus = {"type": "function", "function": {"name": "delete_everything", "arguments": {}}}
+    broken = {"role": "assistant", "content": '<tool_call>\n{"name": "get_cus'}
     completions = [
         [{"role": "assistant", "tool_calls": [call]}, {"role": "tool", "content": "{}"}],
         [{"role": "assistant", "tool_calls": [bogus]}, {"role": "assistant", "content": "hi"}],
-        [{"role": "assistant", "tool_calls": [call]}, {"role": "assistant", "content": "done"}],
+        [broken, {"role": "assistant", "tool_calls": [call]}],
+        [{"role": "assistant", "content": "I cannot help."}],
     ]
-    assert tool_format_reward(0.2)(completions) == [0.2, 0.0, 0.1]
+    eos = 7
+    ids = [[1, eos, 2], [3, eos], [4, 5], [eos]]  # the third episode was cut at the length limit
+    scores = tool_format_reward(0.2, eos)(completions, ids)
+    assert scores == pytest.approx([0.1, 0.1 + 0.025, 0.075, 0.1])
 
 
 def test_fitted_reference_drops_read_calls_but_keeps_the_credit_and_the_submission() -> None:
@@ -213,6 +221,54 @@ def test_fitted_reference_drops_read_calls_but_keeps_the_credit_and_the_submissi
     credits = [c.name for c in reference].count("draft_credit_note")
     assert names.count("draft_credit_note") == credits
     assert example.reward == max(example.reward, 0.0) and example.calls_total == len(reference)
+
+
+def test_warm_start_loss_equals_a_plain_forward_over_assistant_tokens(model_dir: Path) -> None:
+    import torch
+    import torch.nn.functional as F
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import SFTConfig, SFTTrainer
+
+    from training.trl_runner import _Tokens
+    from training.trl_sft import _assistant_scored
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    tokens = _Tokens(tokenizer, trl_tool_schemas())
+    examples = [
+        fitted_reference(
+            generate("train", seed),
+            max_tokens=3900,
+            count_tokens=tokens,
+            tool_budget=12,
+            reward=RewardConfig(),
+        )
+        for seed in split_seeds("train", 3)
+    ]
+    tools = json.dumps(trl_tool_schemas())
+    rows = [{"messages": ex.messages, "tools": tools} for ex in examples if ex is not None]
+    args = SFTConfig(
+        output_dir=str(model_dir.parent / "sft-probe"),
+        per_device_train_batch_size=3,
+        max_length=None,
+        assistant_only_loss=True,
+        use_cpu=True,
+        bf16=False,
+        activation_checkpointing=False,
+        report_to="none",
+    )
+    model = AutoModelForCausalLM.from_pretrained(model_dir)
+    trainer = _assistant_scored(SFTTrainer)(
+        model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tokenizer
+    )
+    batch = next(iter(trainer.get_train_dataloader()))
+    shared = trainer.compute_loss(model, dict(batch))
+    logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
+    labels = batch["labels"][:, 1:]
+    scored = labels != -100
+    plain = F.cross_entropy(logits[:, :-1][scored], labels[scored])
+    assert scored.sum() > 0
+    assert torch.allclose(shared, plain, atol=1e-5)
 
 
 def test_hf_policy_drives_an_episode_through_the_eval_path(model_dir: Path) -> None:
@@ -243,14 +299,19 @@ def test_a_short_real_run_writes_metrics_curve_adapter_and_summary(tmp_path: Pat
         update={
             "rollout": base.rollout.model_copy(update={"max_tokens": 48, "max_turns": 2}),
             "trl": base.trl.model_copy(
-                update={"format_reward": 0.2, "max_completion_length": 400, "sft_batch_size": 1}
+                update={
+                    "format_reward": 0.2,  # a 3-step warm start rarely earns LedgerGym reward
+                    "max_completion_length": 256,
+                    "max_tool_calling_iterations": 2,
+                    "sft_batch_size": 2,
+                }
             ),
         }
     )
     summary = run_trl(
         run,
         out_dir=tmp_path / "out",
-        steps=2,
+        steps=3,
         sft_steps=3,
         eval_scenarios=1,
         train_scenarios=4,
@@ -258,13 +319,13 @@ def test_a_short_real_run_writes_metrics_curve_adapter_and_summary(tmp_path: Pat
     )
     out = tmp_path / "out"
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
-    assert [r["step"] for r in rows] == [1, 2]
+    assert [r["step"] for r in rows] == [1, 2, 3]
     assert {"reward_mean", "reward_std", "terms", "zero_variance_group_share"} <= rows[0].keys()
     assert {"tool_calls_mean", "loss", "step_time_s"} <= rows[0].keys()
     assert "root_cause" in rows[0]["terms"]
     assert (out / "reward_curve.png").stat().st_size > 0
     assert (out / "adapter" / "adapter_model.safetensors").is_file()
     assert (out / "adapter" / "adapter_config.json").is_file()
-    assert json.loads((out / "summary.json").read_text())["grpo_steps"] == 2
+    assert json.loads((out / "summary.json").read_text())["grpo_steps"] == 3
     assert summary.lora_tensors_changed > 0 and summary.lora_b_max_abs_delta > 0
     assert "loss_type=dapo" in summary.render()
