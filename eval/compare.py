@@ -14,7 +14,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as `python eval/compare.py`: make the repo importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from eval.report import as_interval, load_summary
+from eval.summary import as_interval, load_summary
 from eval.stats import intervals_overlap
 
 Row = tuple[str, dict[str, float] | None, dict[str, float] | None]

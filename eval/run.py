@@ -249,7 +249,7 @@ def _run_all(policy: Policy, jobs: list[Job], path: Path, args: argparse.Namespa
 
 
 def _summarize(run_dir: Path, config: dict[str, Any], args: argparse.Namespace) -> Path:
-    from eval.report import summarize, write_summary
+    from eval.summary import summarize, write_summary
 
     stamp = {
         **config,

@@ -43,7 +43,7 @@ async def evaluate(
     from env.generator import generate
     from env.versions import generator_hash, tool_contract_hash
     from eval.episode_log import EPISODES, EpisodeLog, check_run_config, read_episodes
-    from eval.report import summarize, write_summary
+    from eval.summary import summarize, write_summary
     from eval.run import Job, git_commit, run_jobs
     from training.art_policy import TrainableModelPolicy
     from training.backends import build_model, server_config

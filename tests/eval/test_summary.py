@@ -10,7 +10,7 @@ import pytest
 
 from eval import compare
 from eval.episode_log import EpisodeLine, EpisodeLog, read_episodes
-from eval.report import render_markdown, summarize, write_summary
+from eval.summary import render_markdown, summarize, write_summary
 from eval.stats import wilson_interval
 
 STAMP = {"model": "synthetic", "split": "eval", "commit": "abc", "date": "2026-01-01"}
