@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable
-from datetime import date, timedelta
+from datetime import date
 from decimal import Decimal
 from typing import Any
 
@@ -26,6 +26,7 @@ from agent.audit_evidence import (
     money,
     rate,
 )
+from env.billing import previous_period_start
 
 TIMEZONE_LABEL = "timezone_period_boundary"
 # Which side of 1 a USD -> currency rate sits on: an analyst's sanity band, not scenario data.
@@ -38,17 +39,19 @@ FX_OUTLIER = Decimal("0.10")  # relative distance from the customer's median rat
 
 
 def duplicate_payments(ev: Evidence) -> list[Candidate]:
+    """Succeeded payments beyond the total, less refunds and earlier credit notes."""
     found = []
     for summary in ev.invoices:
         invoice_id = summary["invoice_id"]
-        paid = [
-            p
-            for p in ev.payments
-            if p.get("invoice_id") == invoice_id and p.get("status") == "succeeded"
-        ]
+        mine = [p for p in ev.payments if p.get("invoice_id") == invoice_id]
+        paid = [p for p in mine if p.get("status") == "succeeded"]
+        refunded = sum(cents(p.get("amount")) or 0 for p in mine if p.get("status") == "refunded")
         total = cents(summary.get("total"))
         amounts = [cents(p.get("amount")) or 0 for p in paid]
-        if len(paid) < 2 or total is None or sum(amounts) <= total:
+        if len(paid) < 2 or total is None:
+            continue
+        over = sum(amounts) - refunded - total - ev.credited(invoice_id)
+        if over <= 0:
             continue
         shown = ", ".join(f"{p.get('payment_id')} {p.get('amount')}" for p in paid)
         currency = str(summary.get("currency", ""))
@@ -56,7 +59,11 @@ def duplicate_payments(ev: Evidence) -> list[Candidate]:
             f"{invoice_id} (total {money(total, currency)}) has {len(paid)} succeeded payments "
             f"({shown} {currency})"
         )
-        found.append(Candidate("duplicate_payment", invoice_id, note, cents=sum(amounts) - total))
+        if refunded:
+            note += f", {money(refunded, currency)} refunded"
+        if ev.credited(invoice_id):
+            note += f", {money(ev.credited(invoice_id), currency)} already credited"
+        found.append(Candidate("duplicate_payment", invoice_id, note, cents=over))
     return found
 
 
@@ -86,6 +93,10 @@ def billed_after_cancellation(ev: Evidence) -> list[Candidate]:
         cancel = cancellation(ev.events(sub_id))
         if cancel is None:
             continue
+        ends_on = day(cancel.details.get("effective"))  # a cancellation on a given date
+        if ends_on is not None:
+            found += _cancel_on_date(ev, sub_id, cancel, ends_on)
+            continue
         effective = _period_end_after(summaries, cancel.local)
         if effective is None:
             continue
@@ -102,7 +113,33 @@ def billed_after_cancellation(ev: Evidence) -> list[Candidate]:
                 f"{summary.get('period_start')} to {summary.get('period_end')}, total "
                 f"{money(total, str(summary.get('currency', '')))}"
             )
-            found.append(Candidate(label, summary["invoice_id"], note, cents=total))
+            left = total - ev.credited(summary["invoice_id"])
+            found.append(Candidate(label, summary["invoice_id"], note, cents=left))
+    return found
+
+
+def _cancel_on_date(ev: Evidence, sub_id: str, cancel: Event, ends_on: date) -> list[Candidate]:
+    """A subscription that ends on a date: the period containing it is charged up to that day
+    only (recompute with proration_end), any later one not at all (its total)."""
+    found = []
+    for summary in ev.of_subscription(sub_id):
+        start, end = day(summary.get("period_start")), day(summary.get("period_end"))
+        total = cents(summary.get("total"))
+        if start is None or end is None or not total or end <= ends_on:
+            continue
+        note = f"{cancel.kind} at {cancel.stamp} UTC ended {sub_id} on {ends_on}"
+        if start < ends_on:
+            overrides = {"proration_end": ends_on.isoformat()}
+            note += f"; {summary['invoice_id']} bills {start} to {end}"
+            found.append(
+                Candidate("billed_after_cancellation", summary["invoice_id"], note, overrides)
+            )
+        else:
+            note += f"; {summary['invoice_id']} bills a later period, total {summary.get('total')}"
+            left = total - ev.credited(summary["invoice_id"])
+            found.append(
+                Candidate("billed_after_cancellation", summary["invoice_id"], note, cents=left)
+            )
     return found
 
 
@@ -115,19 +152,20 @@ def tax_exempt_charged(ev: Evidence) -> list[Candidate]:
     found = []
     for summary in ev.fetched():
         detail = ev.details[summary["invoice_id"]]
-        start = str(summary.get("period_start"))
+        issued = ev.issue_day(summary)
         tax = mapping(detail.get("tax"))
         amount = cents(tax.get("amount"))
         if tax.get("exempt") or not amount or amount <= 0:
             continue
-        if not valid_from <= start < valid_until:
+        if not valid_from <= issued < valid_until:
             continue
         note = (
             f"certificate {certificate.get('certificate_id')} (valid {valid_from} until "
-            f"{valid_until}) covers {summary['invoice_id']} (period start {start}), yet tax "
+            f"{valid_until}) covers {summary['invoice_id']} (issued {issued}), yet tax "
             f"{money(amount, str(detail.get('currency', '')))} was charged"
         )
-        found.append(Candidate("tax_exempt_charged", summary["invoice_id"], note, cents=amount))
+        left = amount - ev.credited(summary["invoice_id"])
+        found.append(Candidate("tax_exempt_charged", summary["invoice_id"], note, cents=left))
     return found
 
 
@@ -139,7 +177,7 @@ def wrong_tax_rate(ev: Evidence) -> list[Candidate]:
     found = []
     for summary in ev.fetched():
         inputs = ev.inputs(summary["invoice_id"])
-        start = str(summary.get("period_start"))
+        start = ev.issue_day(summary)
         right = ev.rate_on(start)
         if inputs.get("tax_exempt") or right is None:
             continue
@@ -148,7 +186,7 @@ def wrong_tax_rate(ev: Evidence) -> list[Candidate]:
             continue
         note = (
             f"{summary['invoice_id']} was taxed at {billed} ({inputs.get('tax_jurisdiction')}); "
-            f"get_tax_rate gives {right} for {own} on its period start {start}"
+            f"get_tax_rate gives {right} for {own} on its issue day {start}"
         )
         found.append(Candidate("wrong_tax_rate", summary["invoice_id"], note, {"tax_rate": right}))
     return found
@@ -178,14 +216,15 @@ def _created(events: list[Event]) -> Json:
     return next((e.details for e in events if e.kind == "created"), {})
 
 
-def _inside(events: list[Event], start: date, end: date) -> list[Event]:
-    """Immediate plan changes whose local day falls strictly inside a period."""
+def _before(events: list[Event], start: date) -> list[Event]:
+    """Immediate plan changes inside the period before `start`: this invoice prorates them."""
+    earlier = previous_period_start(start)
     return [
         e
         for e in events
         if e.kind == "plan_changed"
         and e.details.get("effective") == "immediately"
-        and start < e.local < end
+        and earlier < e.local < start
     ]
 
 
@@ -203,13 +242,12 @@ def _periods(ev: Evidence) -> list[tuple[Json, Json, date, date, list[Event]]]:
 
 def seat_count_mismatch(ev: Evidence) -> list[Candidate]:
     found = []
-    for summary, inputs, start, end, events in _periods(ev):
+    for summary, inputs, start, _end, events in _periods(ev):
         plan = mapping(inputs.get("plan"))
         billed = inputs.get("seats")
         if plan.get("pricing") != "per_seat" or not isinstance(billed, int):
             continue
-        # `seats` is what was billed after any change recorded inside the period
-        through = start if inputs.get("previous_seats") is None else end - timedelta(days=1)
+        through = start  # seat changes take effect at a period start
         initial = _created(events).get("seats")
         expected = _in_force(events, "seats_changed", start, initial, ("to_seats", "to"), through)
         if not isinstance(expected, int) or expected >= billed:
@@ -226,15 +264,11 @@ def seat_count_mismatch(ev: Evidence) -> list[Candidate]:
 
 def downgrade_not_applied(ev: Evidence) -> list[Candidate]:
     found = []
-    for summary, inputs, start, end, events in _periods(ev):
+    for summary, inputs, start, _end, events in _periods(ev):
         plan = mapping(inputs.get("plan"))
         billed = plan.get("plan_id")
-        inside = _inside(events, start, end)
-        if inside:
-            expected = inside[-1].details.get("to_plan_id")
-        else:
-            initial = _created(events).get("plan_id")
-            expected = _in_force(events, "plan_changed", start, initial, ("to_plan_id",), start)
+        initial = _created(events).get("plan_id")
+        expected = _in_force(events, "plan_changed", start, initial, ("to_plan_id",), start)
         if not billed or not expected or billed == expected:
             continue
         note = (
@@ -249,12 +283,12 @@ def downgrade_not_applied(ev: Evidence) -> list[Candidate]:
 
 def proration_error(ev: Evidence) -> list[Candidate]:
     found = []
-    for summary, inputs, start, end, events in _periods(ev):
+    for summary, inputs, start, _end, events in _periods(ev):
         recorded = day(inputs.get("plan_change_date"))
-        inside = _inside(events, start, end)
-        if inputs.get("previous_plan") is None or recorded is None or not inside:
+        before = _before(events, start)
+        if inputs.get("previous_plan") is None or recorded is None or not before:
             continue
-        change = inside[-1]
+        change = before[-1]
         if recorded == change.local:
             continue
         crossed = recorded == change.utc != change.local
@@ -357,10 +391,10 @@ def usage_overage_miscalculated(ev: Evidence) -> list[Candidate]:
         timeline = ev.timelines.get(str(summary.get("subscription_id")), {})
         if not isinstance(units, int):
             continue
-        records = [
+        records = [  # usage is billed in arrears: the record of the period ending at start
             u.get("units")
             for u in listed(timeline.get("usage"))
-            if isinstance(u, dict) and u.get("period_start") == start.isoformat()
+            if isinstance(u, dict) and u.get("period_end") == start.isoformat()
         ]
         terms = mapping(timeline.get("plan"))
         included = terms.get("included_units")
@@ -379,6 +413,10 @@ def usage_overage_miscalculated(ev: Evidence) -> list[Candidate]:
                 f"{terms.get('plan_id')} includes {included}"
             )
             overrides = {"included_units": included}
+        elif plan.get("included_units") == 0 and plan.get("plan_id"):
+            # the plan has changed since: its catalog terms are what recompute restores
+            note = f"{invoice_id} counts no included units for plan {plan.get('plan_id')}"
+            overrides = {"plan_id": plan["plan_id"]}
         else:
             continue
         found.append(Candidate("usage_overage_miscalculated", invoice_id, note, overrides))
@@ -395,9 +433,9 @@ def _fx_rows(ev: Evidence) -> list[tuple[Json, Json, Decimal]]:
     return rows
 
 
-def _fx_suspect(inputs: Json, value: Decimal, median: Decimal) -> str | None:
-    if inputs.get("fx_rate_date") != inputs.get("period_start"):
-        return f"the rate of {inputs.get('fx_rate_date')}, not of its period start"
+def _fx_suspect(inputs: Json, issued: str, value: Decimal, median: Decimal) -> str | None:
+    if inputs.get("fx_rate_date") != issued:
+        return f"the rate of {inputs.get('fx_rate_date')}, not of its issue day {issued}"
     below = FX_BELOW_ONE.get(str(inputs.get("currency")))
     if below is not None and (value < 1) != below:
         return "a rate on the wrong side of 1 for this currency (inverted?)"
@@ -414,13 +452,13 @@ def currency_conversion_error(ev: Evidence, *, sweep: bool = False) -> list[Cand
     median = Decimal(statistics.median(value for _, _, value in rows))
     found = []
     for summary, inputs, value in rows:
-        why = _fx_suspect(inputs, value, median)
+        issued = ev.issue_day(summary)
+        why = _fx_suspect(inputs, issued, value, median)
         if (why is None) != sweep:
             continue
-        start = str(summary.get("period_start"))
         note = f"{summary['invoice_id']} converted at {inputs.get('fx_rate')}"
-        note += f", {why}" if why else f"; checked against the rate of its period start {start}"
-        overrides = {"fx_rate_date": start}
+        note += f", {why}" if why else f"; checked against the rate of its issue day {issued}"
+        overrides = {"fx_rate_date": issued}
         found.append(Candidate("currency_conversion_error", summary["invoice_id"], note, overrides))
     return found
 

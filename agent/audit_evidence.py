@@ -76,6 +76,15 @@ class Evidence:
         raw = listed(self.timelines.get(subscription_id, {}).get("events"))
         return [e for e in (to_event(r, self.timezone) for r in raw) if e is not None]
 
+    def issue_day(self, summary: Json) -> str:
+        """The local day an invoice was issued: tax, exemption and fx are taken on it."""
+        event = to_event({"occurred_at": summary.get("issued_at"), "type": ""}, self.timezone)
+        return event.local.isoformat() if event else str(summary.get("period_start"))
+
+    def credited(self, invoice_id: str) -> int:
+        """What earlier credit notes already returned on an invoice (0 if not fetched)."""
+        return cents(self.details.get(invoice_id, {}).get("amount_credited")) or 0
+
     def rate_on(self, day: str) -> str | None:
         return next((w.rate for w in self.tax_windows if w.covers(day)), None)
 

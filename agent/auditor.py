@@ -88,12 +88,12 @@ class _Audit:
         return ev
 
     def tax_windows(self, ev: Evidence) -> Generator[ToolCall, str, None]:
-        """The customer's rate for each invoice's period start; one look-up covers a window."""
+        """The customer's rate for each invoice's issue day; one look-up covers a window."""
         jurisdiction = ev.customer.get("tax_jurisdiction")
         if not isinstance(jurisdiction, str):
             return
         for summary in ev.fetched():
-            start = str(summary.get("period_start"))
+            start = ev.issue_day(summary)
             if ev.inputs(summary["invoice_id"]).get("tax_exempt") or ev.rate_on(start):
                 continue
             if self.left <= TAX_RESERVE:
@@ -178,11 +178,20 @@ class _Audit:
 
 
 def _reading_order(invoices: list[Json], complaint: str) -> list[Json]:
-    """Invoices the complaint names first, then the rest in period order."""
+    """Invoices the complaint names first, then the ones whose total moved most from the same
+    subscription's previous invoice (a fault changes a total; when the budget cannot fetch
+    every invoice, those are the ones worth reading), then the rest in period order."""
     named = set(_INVOICE_ID.findall(complaint))
-    return [s for s in invoices if s["invoice_id"] in named] + [
-        s for s in invoices if s["invoice_id"] not in named
-    ]
+    previous: dict[str, int] = {}
+    jump: dict[str, int] = {}
+    for summary in invoices:
+        total = cents(summary.get("total")) or 0
+        sub = str(summary.get("subscription_id"))
+        jump[summary["invoice_id"]] = abs(total - previous.get(sub, 0))  # a first: its total
+        previous[sub] = total
+    rest = [s for s in invoices if s["invoice_id"] not in named]
+    rest.sort(key=lambda s: -jump[s["invoice_id"]])
+    return [s for s in invoices if s["invoice_id"] in named] + rest
 
 
 def _clean_summary(evidence: Evidence) -> str:

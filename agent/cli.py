@@ -2,7 +2,8 @@
 
 `python -m agent.filter` and `python eval/run.py` both sample a policy over a split and append
 progress as they go, so they end the same way: a user mistake is one line and status 2, work
-left by transient API errors is status 3, and Ctrl-C says that a rerun resumes. Not a command.
+left by transient API errors is status 3, a server that refused every connection for too long
+is status 4, and Ctrl-C says that a rerun resumes. Not a command.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Callable
 
 EXIT_USER_ERROR = 2
 EXIT_INCOMPLETE = 3
+EXIT_UNREACHABLE = 4
 EXIT_INTERRUPTED = 130  # the shell's code for SIGINT
 
 

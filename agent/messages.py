@@ -6,6 +6,7 @@ the next request needs it as an assistant message dict.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -55,3 +56,80 @@ def make_choice(
             "logprobs": None,
         }
     )
+
+
+TRANSCRIPT_CONTENT_CHARS = 4_000
+TRANSCRIPT_TOTAL_CHARS = 200_000
+
+
+def _capped(text: str | None, limit: int) -> tuple[str | None, bool]:
+    if text is None or len(text) <= limit:
+        return text, False
+    marker = f" …[{len(text) - limit} more chars]"
+    return text[: limit - len(marker)] + marker, True
+
+
+def _transcript_entry(
+    message: dict[str, Any], tool_names: dict[str, str], limit: int
+) -> tuple[dict[str, Any], bool]:
+    content, cut = _capped(message.get("content"), limit)
+    entry: dict[str, Any] = {"role": message.get("role"), "content": content}
+    if message.get("role") == "assistant" and message.get("tool_calls"):
+        calls = []
+        for call in message["tool_calls"]:
+            arguments, cut_args = _capped(call["function"]["arguments"], limit)
+            cut = cut or cut_args
+            calls.append(
+                {"id": call["id"], "name": call["function"]["name"], "arguments": arguments}
+            )
+        entry["tool_calls"] = calls
+    if message.get("role") == "tool":
+        call_id = str(message.get("tool_call_id", ""))
+        entry.update(tool_call_id=call_id, name=tool_names.get(call_id, ""))
+    return entry, cut
+
+
+def transcript(
+    messages: Sequence[dict[str, Any]],
+    *,
+    content_chars: int = TRANSCRIPT_CONTENT_CHARS,
+    total_chars: int = TRANSCRIPT_TOTAL_CHARS,
+) -> tuple[list[dict[str, Any]], bool]:
+    """The chat in order as plain OpenAI-format dicts, capped; (entries, truncated).
+
+    Each content (and call arguments) keeps at most `content_chars`; past `total_chars` of JSON
+    the rest is left off, so entries always form a prefix and the i-th "tool" entry is the
+    i-th tool call of the episode.
+    """
+    tool_names = {
+        call["id"]: call["function"]["name"]
+        for message in messages
+        for call in message.get("tool_calls") or []
+    }
+    entries: list[dict[str, Any]] = []
+    truncated, used = False, 0
+    for message in messages:
+        entry, cut = _transcript_entry(message, tool_names, content_chars)
+        size = len(json.dumps(entry, ensure_ascii=False))
+        if used + size > total_chars:
+            return entries, True
+        entries.append(entry)
+        used += size
+        truncated = truncated or cut
+    return entries, truncated
+
+
+def reply_digest(messages: Sequence[dict[str, Any]]) -> str:
+    """A fingerprint of what the model said (its text and calls): spots identical samples."""
+    said = [
+        [
+            m.get("content") or "",
+            [
+                [c["function"]["name"], c["function"]["arguments"]]
+                for c in m.get("tool_calls") or []
+            ],
+        ]
+        for m in messages
+        if m.get("role") == "assistant"
+    ]
+    return hashlib.sha256(json.dumps(said, ensure_ascii=False).encode()).hexdigest()[:16]

@@ -2,7 +2,14 @@
 
 API models, a vLLM server, an ART-trained LoRA and the scripted `reference`/`auditor`
 investigators all answer through this one protocol, so evaluation and training share the
-rollout. Errors are split into transient (retried, not a turn) and fatal (the user's mistake).
+rollout. Failures are sorted by who failed (eval/README.md has the rules):
+- `TransientPolicyError`: the infrastructure (connection reset, 429, 502/503/504/529, timeout);
+  retried with backoff, never a turn. `ConnectFailed` is its refused-connection kind, which the
+  rollout turns into `ServerUnreachable` once it has lasted long enough.
+- `ServerFailure`: the server failed this request (a plain HTTP 500, e.g. a tool call it could not
+  parse); retried a couple of times, then the episode ends as an error line.
+- `ContextLengthExceeded`: the conversation no longer fits; the episode ends, the run goes on.
+- `PolicyError`: the user's mistake (bad key, unknown model); the run stops with one line.
 """
 
 from __future__ import annotations
@@ -27,8 +34,34 @@ class PolicyError(RuntimeError):
     """A mistake the user must fix (bad key, unknown model, unreachable endpoint): one line."""
 
 
+class ServerUnreachable(PolicyError):
+    """Every connection was refused for the configured time: the run stops, a rerun resumes."""
+
+
 class TransientPolicyError(RuntimeError):
-    """Worth retrying after a pause (rate limit, 5xx, connection reset)."""
+    """Worth retrying after a pause (rate limit, 502/503/504/529, connection reset, timeout)."""
+
+    def __init__(
+        self, message: str, cause: str = "transient", retry_after_s: float | None = None
+    ) -> None:
+        super().__init__(message)
+        self.cause = cause  # short, for the progress line and the episode's retry_causes
+        self.retry_after_s = retry_after_s  # the server's Retry-After, when it sent one
+
+
+class ConnectFailed(TransientPolicyError):
+    """Nothing accepted the connection (refused, by exception type, whatever the wording)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, "connection refused")
+
+
+class ServerFailure(RuntimeError):
+    """The server answered this request with a 5xx of its own (not an overload): `status`."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(f"HTTP {status}: {message}")
+        self.status = status
 
 
 class ContextLengthExceeded(RuntimeError):

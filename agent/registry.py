@@ -15,7 +15,7 @@ import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -25,7 +25,8 @@ from agent.policy import Policy, PolicyError
 DEFAULT_REGISTRY = Path(__file__).resolve().parent / "models.toml"
 LITELLM_PREFIX = "litellm:"
 BUILTINS = ("reference", "auditor")
-Kind = Literal["litellm", "openai", "program"]
+Kind = Literal["litellm", "openai", "local", "program"]
+DEFAULT_TIMEOUT_S = 300.0  # seconds per request; litellm's own default would be 6,000 s
 
 
 class ModelEntry(BaseModel):
@@ -33,18 +34,29 @@ class ModelEntry(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    kind: Literal["litellm", "openai"] = Field(description="litellm provider or OpenAI server")
+    kind: Literal["litellm", "openai", "local"] = Field(
+        description="litellm provider, OpenAI server, or a local model run in-process"
+    )
     model: str = Field(min_length=1, description="e.g. 'anthropic/claude-sonnet-4-5'")
     api_key_env: str | None = Field(None, description="env variable holding the API key")
     base_url: str | None = Field(None, description="e.g. 'http://127.0.0.1:8000/v1'")
     temperature: float = Field(1.0, ge=0.0, le=2.0)
     max_tokens: int = Field(2048, gt=0)
+    timeout_s: float = Field(DEFAULT_TIMEOUT_S, gt=0, description="per request, seconds")
+    context_length: int | None = Field(
+        None, gt=0, description="prompt + completion tokens; else the server's max_model_len"
+    )
+    sampling: dict[str, float | int | bool | str] = Field(
+        default_factory=dict, description="extra sampling parameters, e.g. top_p, top_k, seed"
+    )
     description: str = ""
 
     @model_validator(mode="after")
     def _openai_needs_a_server(self) -> ModelEntry:
         if self.kind == "openai" and not self.base_url:
             raise ValueError("kind 'openai' needs a base_url")
+        if self.kind == "local" and (self.base_url or self.api_key_env):
+            raise ValueError("kind 'local' runs in-process: no base_url or api_key_env")
         return self
 
 
@@ -65,6 +77,9 @@ class ModelTarget:
     api_key_env: str | None = None
     temperature: float = 1.0
     max_tokens: int = 2048
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    context_length: int | None = None
+    sampling: tuple[tuple[str, Any], ...] = ()
 
     @property
     def slug(self) -> str:
@@ -119,6 +134,11 @@ def resolve_model(
             "or --base-url URL --model-name NAME)"
         )
     entry = registry[model]
+    if entry.kind == "local" and (base_url or model_name):
+        raise PolicyError(
+            f"{model!r} runs in-process; to evaluate it behind a server give --base-url and "
+            "--model-name without --model"
+        )
     return ModelTarget(
         name=model,
         kind=entry.kind,
@@ -127,6 +147,9 @@ def resolve_model(
         api_key_env=entry.api_key_env,
         temperature=entry.temperature,
         max_tokens=entry.max_tokens,
+        timeout_s=entry.timeout_s,
+        context_length=entry.context_length,
+        sampling=tuple(sorted(entry.sampling.items())),
     )
 
 
@@ -170,6 +193,43 @@ def check_reachable(target: ModelTarget, timeout_s: float = 3.0) -> None:
         raise PolicyError(f"cannot reach {target.base_url}: {reason}") from None
 
 
+def server_context_length(target: ModelTarget, timeout_s: float = 5.0) -> int | None:
+    """The served model's `max_model_len` from `GET /models` (vLLM reports it), if any; for a
+    litellm provider model without a server, litellm's own model map (`max_input_tokens`).
+
+    Best effort: a server without the endpoint or the field leaves the context unknown.
+    """
+    if not target.base_url:
+        return _litellm_context_length(target) if target.kind == "litellm" else None
+    import httpx
+
+    key = os.environ.get(target.api_key_env or "") or os.environ.get("OPENAI_API_KEY") or "EMPTY"
+    try:
+        response = httpx.get(
+            target.base_url.rstrip("/") + "/models",
+            headers={"Authorization": f"Bearer {key}"},
+            timeout=timeout_s,
+        )
+        models = response.json().get("data") or [] if response.status_code == 200 else []
+    except (httpx.HTTPError, httpx.InvalidURL, ValueError, AttributeError):
+        return None
+    served = [m for m in models if isinstance(m, dict) and m.get("id") == target.model]
+    chosen = served or (models if len(models) == 1 else [])
+    length = chosen[0].get("max_model_len") if chosen and isinstance(chosen[0], dict) else None
+    return length if isinstance(length, int) and length > 0 else None
+
+
+def _litellm_context_length(target: ModelTarget) -> int | None:
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    try:
+        length = litellm.get_model_info(target.model).get("max_input_tokens")
+    except Exception:  # litellm raises a bare Exception for a model it does not know
+        return None
+    return length if isinstance(length, int) and length > 0 else None
+
+
 def build_policy(
     target: ModelTarget, *, temperature: float | None = None, enable_thinking: bool | None = None
 ) -> Policy:
@@ -178,28 +238,38 @@ def build_policy(
     it said explicitly (`--thinking off`)."""
     if target.kind == "program":
         return _PROGRAMS[target.model]()
+    if target.kind == "local":  # in-process on this CPU (training/local_models.py)
+        from training.local_models import local_policy
+
+        return local_policy(
+            target.model,
+            name=target.name,
+            temperature=target.temperature if temperature is None else temperature,
+            max_tokens=target.max_tokens,
+        )
     key = api_key(target)
     temp = target.temperature if temperature is None else temperature
     from agent.api_policies import LiteLLMPolicy, OpenAICompatiblePolicy
 
+    common: dict[str, Any] = {
+        "temperature": temp,
+        "max_tokens": target.max_tokens,
+        "timeout_s": target.timeout_s,
+        "context_length": target.context_length,
+        "sampling": dict(target.sampling),
+    }
     if target.kind == "openai":
         assert target.base_url is not None  # resolve_model and ModelEntry guarantee it
         return OpenAICompatiblePolicy(
             base_url=target.base_url,
             model_name=target.model,
             api_key=key,
-            temperature=temp,
-            max_tokens=target.max_tokens,
             name=target.name,
             enable_thinking=enable_thinking,
+            **common,
         )
     return LiteLLMPolicy(
-        model_id=target.model,
-        name=target.name,
-        api_base=target.base_url,
-        api_key=key,
-        temperature=temp,
-        max_tokens=target.max_tokens,
+        model_id=target.model, name=target.name, api_base=target.base_url, api_key=key, **common
     )
 
 

@@ -3,14 +3,14 @@
 call -> parse -> dispatch -> score. Evaluation and training both use `run_episode`; ART's
 `gather_trajectory_groups` uses `rollout`, which returns only the `art.Trajectory`. The
 trajectory keeps each `Choice` exactly as the model returned it and every tool message;
-metrics are logged beside the reward, never added to it.
+metrics are logged beside the reward, never added to it. Each episode says why it ended
+(`END_REASONS`); failing infrastructure is handled by `agent.retry` (rules: eval/README.md).
 """
 
 from __future__ import annotations
 
-import asyncio
-import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -18,22 +18,34 @@ from art.types import MessagesAndChoices, Tools
 
 from agent.art_import import art
 from agent.messages import assistant_message
-from agent.policy import ContextLengthExceeded, Policy, PolicyReply, TransientPolicyError
+from agent.policy import ContextLengthExceeded, Policy, PolicyReply, ServerFailure
+from agent.retry import RetrySettings, ServerWatch, call_with_retries
 from env.episode import EpisodeRecord, record_episode
 from env.ledger_env import DEFAULT_TOOL_BUDGET, LedgerEnv
 from env.scenario import Scenario, reveal_truth
 from env.versions import generator_hash, tool_contract_hash
 from rewards.reward import RewardBreakdown, RewardConfig, compute_reward
 
+END_REASONS = (
+    "submitted",
+    "text_reply",
+    "tool_budget",
+    "turn_budget",
+    "context_overflow",
+    "finish_length",
+    "server_error",
+    "error",
+)
+
 
 @dataclass(frozen=True)
 class RolloutConfig:
     tool_budget: int = DEFAULT_TOOL_BUDGET
     max_turns: int = 40
-    max_retries: int = 6
-    backoff_s: float = 0.5  # first pause; doubles per retry, with jitter
-    backoff_max_s: float = 30.0
     reward: RewardConfig = field(default_factory=lambda: RewardConfig())
+    retry: RetrySettings = field(default_factory=RetrySettings)
+    watch: ServerWatch | None = None  # shared by a run's episodes; None: one per episode
+    report: Callable[[str], None] | None = None  # progress lines (what is retried and why)
 
 
 @dataclass
@@ -43,8 +55,21 @@ class EpisodeStats:
     completion_tokens: int = 0
     cost_usd: float = 0.0
     retries: int = 0
-    ended_by_text: bool = False
-    context_overflow: bool = False
+    retry_causes: list[str] = field(default_factory=list)
+    finish_reasons: list[str] = field(default_factory=list)
+    peak_context_tokens: int = 0
+    queue_s: float = 0.0  # failed attempts and backoff pauses
+    generation_s: float = 0.0  # requests that returned a turn
+    end_reason: str | None = None
+    error: str | None = None  # the server's status and message when it ended the episode
+
+    @property
+    def ended_by_text(self) -> bool:
+        return self.end_reason in ("text_reply", "finish_length")
+
+    @property
+    def context_overflow(self) -> bool:
+        return self.end_reason == "context_overflow"
 
 
 @dataclass(frozen=True)
@@ -54,27 +79,11 @@ class RolloutResult:
     reward: RewardBreakdown
     stats: EpisodeStats
     wall_s: float
+    messages: list[dict[str, Any]] = field(default_factory=list)  # the chat as sent, in order
 
-
-async def _respond(
-    policy: Policy,
-    messages: list[dict[str, Any]],
-    tools: list[dict[str, Any]],
-    scenario: Scenario,
-    config: RolloutConfig,
-    stats: EpisodeStats,
-) -> PolicyReply:
-    """Transient API errors are retried with backoff and never count as a turn."""
-    for attempt in range(config.max_retries + 1):
-        try:
-            return await policy.respond(messages, tools, scenario)
-        except TransientPolicyError:
-            if attempt == config.max_retries:
-                raise
-            stats.retries += 1
-            pause = min(config.backoff_max_s, config.backoff_s * 2**attempt)
-            await asyncio.sleep(pause * (0.5 + random.random() / 2))
-    raise AssertionError("unreachable")
+    @property
+    def error(self) -> str | None:
+        return self.stats.error
 
 
 def _metadata(scenario: Scenario, policy: Policy, env: LedgerEnv) -> dict[str, Any]:
@@ -92,54 +101,86 @@ def _metadata(scenario: Scenario, policy: Policy, env: LedgerEnv) -> dict[str, A
     }
 
 
+def _count(stats: EpisodeStats, reply: PolicyReply) -> None:
+    stats.turns += 1
+    stats.prompt_tokens += reply.prompt_tokens
+    stats.completion_tokens += reply.completion_tokens
+    stats.cost_usd += reply.cost_usd
+    stats.finish_reasons.append(str(reply.choice.finish_reason or ""))
+    context = reply.prompt_tokens + reply.completion_tokens
+    stats.peak_context_tokens = max(stats.peak_context_tokens, context)
+
+
+async def _play(
+    policy: Policy,
+    scenario: Scenario,
+    env: LedgerEnv,
+    config: RolloutConfig,
+    messages: list[dict[str, Any]],
+    trajectory: art.Trajectory,
+    stats: EpisodeStats,
+) -> str:
+    """Plays turns until the episode ends; returns its end reason."""
+    tools = env.tool_specs()
+    watch = config.watch or ServerWatch()
+    while not env.done:
+        if stats.turns >= config.max_turns:
+            env.truncate()
+            return "turn_budget"
+        try:
+            reply = await call_with_retries(
+                lambda: policy.respond(messages, tools, scenario),
+                config.retry,
+                watch,
+                stats,
+                config.report,
+                f"{scenario.scenario_id} turn {stats.turns + 1}",
+            )
+        except ContextLengthExceeded:  # out of context: truncated, like a spent budget
+            env.truncate()
+            return "context_overflow"
+        except ServerFailure as failure:  # the server failed this request repeatedly
+            stats.error = str(failure)[:500]
+            env.truncate()
+            return "server_error"
+        _count(stats, reply)
+        trajectory.messages_and_choices.append(reply.choice)
+        messages.append(assistant_message(reply.choice))
+        calls = [c for c in reply.choice.message.tool_calls or [] if c.type == "function"]
+        if not calls:  # a text-only reply ends the episode as no submission
+            return "finish_length" if reply.choice.finish_reason == "length" else "text_reply"
+        for tool_call in calls:
+            result = env.call(tool_call.function.name, tool_call.function.arguments)
+            tool_message = {"role": "tool", "tool_call_id": tool_call.id, "content": result}
+            messages.append(tool_message)
+            trajectory.messages_and_choices.append(tool_message)  # type: ignore[arg-type]
+    return "submitted" if env.submitted else "tool_budget"
+
+
 async def run_episode(
     policy: Policy, scenario: Scenario, config: RolloutConfig | None = None
 ) -> RolloutResult:
     config = config or RolloutConfig()
     started = time.perf_counter()
     env = LedgerEnv(scenario, tool_budget=config.tool_budget)
-    tools = env.tool_specs()
     messages = env.initial_messages()
     trajectory = art.Trajectory(
         messages_and_choices=cast(MessagesAndChoices, list(messages)),
-        tools=cast(Tools, tools),
+        tools=cast(Tools, env.tool_specs()),
         reward=0.0,
         metadata=_metadata(scenario, policy, env),
     )
     stats = EpisodeStats()
     try:
-        while not env.done:
-            if stats.turns >= config.max_turns:
-                env.truncate()
-                break
-            try:
-                reply = await _respond(policy, messages, tools, scenario, config, stats)
-            except ContextLengthExceeded:  # out of context: truncated, like a spent budget
-                stats.context_overflow = True
-                env.truncate()
-                break
-            stats.turns += 1
-            stats.prompt_tokens += reply.prompt_tokens
-            stats.completion_tokens += reply.completion_tokens
-            stats.cost_usd += reply.cost_usd
-            trajectory.messages_and_choices.append(reply.choice)
-            messages.append(assistant_message(reply.choice))
-            calls = [c for c in reply.choice.message.tool_calls or [] if c.type == "function"]
-            if not calls:  # a text-only reply ends the episode as no submission
-                stats.ended_by_text = True
-                break
-            for tool_call in calls:
-                result = env.call(tool_call.function.name, tool_call.function.arguments)
-                tool_message = {"role": "tool", "tool_call_id": tool_call.id, "content": result}
-                messages.append(tool_message)
-                trajectory.messages_and_choices.append(tool_message)  # type: ignore[arg-type]
+        stats.end_reason = await _play(policy, scenario, env, config, messages, trajectory, stats)
         record = record_episode(env)
     finally:
         env.close()
     reward = compute_reward(reveal_truth(scenario), record, config.reward)
     trajectory.reward = reward.total
     trajectory.metrics.update(_metrics(reward, record, stats))
-    return RolloutResult(trajectory, record, reward, stats, time.perf_counter() - started)
+    wall = time.perf_counter() - started
+    return RolloutResult(trajectory, record, reward, stats, wall, messages)
 
 
 def _metrics(
@@ -151,12 +192,14 @@ def _metrics(
             "tool_calls": float(record.tool_calls),
             "tool_errors": float(sum(r.is_error for r in record.tool_log)),
             "turns": float(stats.turns),
-            "prompt_tokens": float(stats.prompt_tokens),
-            "completion_tokens": float(stats.completion_tokens),
+            # per-episode totals; not "completion_tokens", which ART's gather overwrites
+            "episode_prompt_tokens": float(stats.prompt_tokens),
+            "episode_completion_tokens": float(stats.completion_tokens),
             "cost_usd": stats.cost_usd,
             "retries": float(stats.retries),
             "ended_by_text": float(stats.ended_by_text),
             "context_overflow": float(stats.context_overflow),
+            "server_error": float(stats.end_reason == "server_error"),
         }
     )
     return metrics
@@ -169,4 +212,12 @@ async def rollout(
     return (await run_episode(policy, scenario, config)).trajectory
 
 
-__all__ = ["RolloutConfig", "RolloutResult", "TransientPolicyError", "rollout", "run_episode"]
+__all__ = [
+    "END_REASONS",
+    "RetrySettings",
+    "RolloutConfig",
+    "RolloutResult",
+    "ServerWatch",
+    "rollout",
+    "run_episode",
+]

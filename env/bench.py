@@ -136,7 +136,8 @@ def tool_arguments(scenario: Scenario) -> dict[str, list[dict[str, Any]]]:
     try:
         jurisdiction = db.execute("SELECT tax_jurisdiction FROM customers").fetchone()[0]
         invoice, sub, start = db.execute(
-            "SELECT id, subscription_id, period_start FROM invoices ORDER BY period_start"
+            "SELECT id, subscription_id, period_start FROM invoices WHERE total_cents > 0 "
+            "ORDER BY period_start"
         ).fetchone()
     finally:
         db.close()

@@ -4,12 +4,18 @@ The scenario generator bills with it and `recompute_invoice` recomputes with it,
 difference between the two can only come from different inputs, never different code.
 Periods are local calendar dates, `period_end` exclusive. Each line is rounded half-up to the
 cent once, after proration and fx conversion; discount and tax are rounded once each.
+
+World v2 semantics (design §1.1): the subscription line bills the period in advance; a plan
+change dated inside the *previous* period appears as two proration items (credit for the unused
+time on the old plan, charge for the same days on the new one); usage units are those of the
+previous period (billed in arrears). A plan change dated inside the invoice's own period splits
+the period instead (what recompute does with such an override; no correct invoice has one).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from datetime import date
+from datetime import date, timedelta
 from fractions import Fraction
 
 from env.money import format_cents, round_half_up
@@ -84,7 +90,11 @@ def compute_invoice(inputs: BillingInputs) -> InvoiceAmounts:
         raise BillingError("period_end must be after period_start")
     if inputs.seats < 0 or (inputs.previous_seats or 0) < 0:
         raise BillingError("seats must not be negative")
-    lines = [*_subscription_lines(inputs, period_days), *_usage_lines(inputs)]
+    lines = [
+        *_subscription_lines(inputs, period_days),
+        *_proration_lines(inputs),
+        *_usage_lines(inputs),
+    ]
     subtotal = sum(line.amount_cents for line in lines)
     discount = _discount(inputs, subtotal)
     taxable = subtotal - discount
@@ -114,9 +124,54 @@ def _segments(inputs: BillingInputs) -> list[tuple[PlanTerms, int, date, date]]:
     ]
 
 
+def previous_period_start(period_start: date) -> date:
+    """The start of the monthly period before `period_start` (day clipped to the month)."""
+    index = period_start.year * 12 + period_start.month - 2
+    year, month = index // 12, index % 12 + 1
+    last_day = (date(year + month // 12, month % 12 + 1, 1) - timedelta(days=1)).day
+    return date(year, month, min(period_start.day, last_day))
+
+
+def _quantity(plan: PlanTerms, seats: int) -> int:
+    return seats if plan.per_seat else 1
+
+
+def _proration_lines(inputs: BillingInputs) -> list[InvoiceLine]:
+    """Proration items for a plan change in the previous period (billed on this invoice)."""
+    change, old = inputs.plan_change_date, inputs.previous_plan
+    if old is None or change is None or change >= inputs.period_start:
+        return []
+    before = previous_period_start(inputs.period_start)
+    if change < before:
+        raise BillingError(
+            f"plan_change_date {change.isoformat()} is before the previous period "
+            f"({before.isoformat()} to {inputs.period_start.isoformat()})"
+        )
+    seats = inputs.seats if inputs.previous_seats is None else inputs.previous_seats
+    days, whole = (inputs.period_start - change).days, (inputs.period_start - before).days
+    lines = []
+    for plan, sign, what in ((old, -1, "Unused time on"), (inputs.plan, 1, "Remaining time on")):
+        quantity = _quantity(plan, seats)
+        exact = Fraction(plan.unit_price_cents * quantity * days, whole) * inputs.fx_rate
+        label = (
+            f"{what} {plan.name} ({plan.plan_id}) x {quantity} from {change.isoformat()}, "
+            f"{days}/{whole} days of the previous period"
+        )
+        lines.append(InvoiceLine(label, quantity, sign * round_half_up(exact)))
+    return lines
+
+
 def _subscription_lines(inputs: BillingInputs, period_days: int) -> list[InvoiceLine]:
     lines = []
-    for plan, seats, start, end in _segments(inputs):
+    segments = _segments(inputs)
+    if not segments:  # a free trial: the window charged is empty
+        plan = inputs.plan
+        label = (
+            f"{plan.name} ({plan.plan_id}) free trial, "
+            f"{inputs.period_start.isoformat()} to {inputs.period_end.isoformat()}"
+        )
+        return [InvoiceLine(label, _quantity(plan, inputs.seats), 0)]
+    for plan, seats, start, end in segments:
         quantity = seats if plan.per_seat else 1
         days = (end - start).days
         exact = Fraction(plan.unit_price_cents * quantity * days, period_days) * inputs.fx_rate
@@ -135,7 +190,9 @@ def _usage_lines(inputs: BillingInputs) -> list[InvoiceLine]:
     billable = max(0, inputs.usage_units - plan.included_units)
     exact = billable * plan.overage_unit_price_cents * inputs.fx_rate
     label = (
-        f"Usage overage: {inputs.usage_units} units, {plan.included_units} included, "
+        f"Usage overage, {previous_period_start(inputs.period_start).isoformat()} to "
+        f"{inputs.period_start.isoformat()}: {inputs.usage_units} units, "
+        f"{plan.included_units} included, "
         f"{billable} billed at {format_cents(plan.overage_unit_price_cents)} USD"
     )
     return [InvoiceLine(label, billable, round_half_up(exact))]

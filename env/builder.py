@@ -10,13 +10,14 @@ from __future__ import annotations
 import json
 import random
 from dataclasses import replace
-from datetime import date, time
+from datetime import UTC, date, datetime, time, timedelta
 from fractions import Fraction
 from functools import cache
 from importlib import resources
 from typing import Any
 
-from env.calendar import add_months, days, local_to_utc
+from env.billing import BillingInputs
+from env.calendar import add_months, days, local_to_utc, utc_stamp
 from env.money import format_rate, parse_rate
 from env.story import Story, plan_terms
 from env.world import Coupon, Customer, Invoice, Payment, Plan, Subscription, WorldDraft
@@ -32,14 +33,25 @@ METHODS = {
 }
 
 
+CERTIFICATE_RATE = 0.6  # customers with an exemption certificate outside tax_exempt_charged
+FAILED_ATTEMPT_RATE = 0.12  # a declined first attempt and a successful retry
+
+
+def _parse(stamp: str) -> datetime:
+    return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+
+
 @cache
 def data(name: str) -> Any:
     return json.loads(resources.files("env").joinpath(f"data/{name}").read_text("utf-8"))
 
 
 class WorldBuilder:
-    def __init__(self, rng: random.Random, *, name_pool: str, difficulty: str) -> None:
+    def __init__(
+        self, rng: random.Random, *, name_pool: str, difficulty: str, label: str = ""
+    ) -> None:
         self.rng = rng
+        self.label = label  # only to keep background features out of the fault's way
         self.name_pool = name_pool
         self.difficulty = difficulty
         self._ids: set[str] = set()
@@ -47,6 +59,7 @@ class WorldBuilder:
         self.locale: dict[str, Any] = {}
         self.tax_history: list[tuple[str, str, str | None]] = []  # rate, from, to
         self.fx: dict[str, str] = {}
+        self.stories: list[Story] = []  # every subscription's story, the main one first
 
     # identities -------------------------------------------------------------------------
     def new_id(self, prefix: str, length: int = 6) -> str:
@@ -92,7 +105,22 @@ class WorldBuilder:
         )
         self.draft = WorldDraft(customer=customer)
         self._make_tax_history()
+        self._background_certificate()
         return customer
+
+    def _background_certificate(self) -> None:
+        """Maybe an exemption certificate with any window (design §1.2: certificates occur in
+        every class); billing follows it. wrong_tax_rate and no_error get only one that expired
+        before the world began, tax_exempt_charged makes its own."""
+        if self.label == "tax_exempt_charged" or self.rng.random() >= CERTIFICATE_RATE:
+            return
+        if self.label in ("wrong_tax_rate", "no_error"):
+            start = date(2023, 1, 1) + days(self.rng.randint(0, 400))
+            end = min(start + days(self.rng.randint(90, 500)), date(2024, 9, 30))
+        else:
+            start = date(2024, 6, 1) + days(self.rng.randint(0, 500))
+            end = start + days(self.rng.randint(60, 730))
+        self.customer.exemption = (self.new_id("TXC", 8), start.isoformat(), end.isoformat())
 
     # reference tables -------------------------------------------------------------------
     def _make_tax_history(self) -> None:
@@ -192,7 +220,7 @@ class WorldBuilder:
         assert self.draft is not None
         with_trial = trial and plan.trial_days > 0
         if anchor is None:
-            anchor = add_months(date(2025, 1, self.rng.randint(1, 28)), self.rng.randrange(0, 10))
+            anchor = self._default_anchor()
             if with_trial:  # periods start with the trial: its first day is the anchor (<= 28)
                 anchor = anchor + days(plan.trial_days)
         sub = Subscription(
@@ -211,77 +239,148 @@ class WorldBuilder:
             if start.day > 28:
                 raise ValueError(f"a trial anchor must start periods on day <= 28, got {start}")
             story.trial_end = anchor
-        sub.started_at = story.event(
-            start, self.work_time(), "created", {"plan_id": plan.id, "seats": seats}
-        )
+        at = self.work_time()
+        sub.started_at = story.event(start, at, "created", {"plan_id": plan.id, "seats": seats})
         if story.trial_end is not None:
-            story.event(start, time(0, 0), "trial_started", {"trial_days": plan.trial_days})
-            story.event(story.trial_end, time(0, 0), "trial_ended", {})
+            story.event(start, at, "trial_started", {"trial_days": plan.trial_days})
+            story.event(story.trial_end, at, "trial_ended", {})
             story.anchor = start  # the first period starts with the trial and is prorated
         self.draft.subscriptions.append(sub)
+        self.stories.append(story)
         return story
 
+    def _default_anchor(self) -> date:
+        """A random 2025 anchor for the first story; later ones start near it (up to two months
+        before, three weeks after), so every subscription is billing when the dispute opens."""
+        if not self.stories:
+            return add_months(date(2025, 1, self.rng.randint(1, 28)), self.rng.randrange(0, 10))
+        anchor = self.stories[0].anchor + days(self.rng.randint(-60, 20))
+        while anchor.day > 28:
+            anchor += days(1)
+        return anchor
+
     def work_time(self) -> time:
-        """A daytime moment whose UTC date equals its local date in every zone of the world
-        (11:00-15:59 local): only the held-out timezone class may depend on converting dates."""
-        return time(self.rng.randint(11, 15), self.rng.choice((0, 5, 15, 20, 30, 40, 45, 55)))
+        """Any moment of the local day (design §1.2: event hours carry no label): late evening
+        and just after midnight are as common as office hours."""
+        return time(self.rng.randrange(24), self.rng.randrange(60))
 
     def fill_usage(self, story: Story, *, low: float = 0.6, high: float = 1.8) -> None:
-        plan = story.plan
-        for k in range(story.periods):
-            start, end = story.period(k)
+        """Usage records of every finished period (the last one is still running)."""
+        for k in range(story.periods - 1):
+            self.record_usage(story, k, low=low, high=high)
+
+    def record_usage(
+        self, story: Story, k: int, *, low: float = 0.6, high: float = 1.8, units: int | None = None
+    ) -> None:
+        start, end = story.period(k)
+        if start in story.usage:
+            return
+        plan = story.plan_at(end - days(1))
+        if units is None:
             units = int(plan.included_units * self.rng.uniform(low, high))
-            story.usage[start] = units
-            story.sub.usage.append((start.isoformat(), end.isoformat(), units))
+        story.usage[start] = units
+        story.sub.usage.append((start.isoformat(), end.isoformat(), units))
+        story.sub.usage.sort()
 
     def bill(self, story: Story) -> list[Invoice]:
-        """Issues the correct invoice for every billed period of the story, paid unless last."""
+        """Issues the correct invoice of every billed period (in advance, at the period start
+        at the subscription's time of day; the first paid one of a trial when it ends), plus the
+        trial's zero invoice, and pays each. Returns the period invoices in period order."""
         assert self.draft is not None
-        invoices = []
-        ks = story.billed_periods()
-        for k in ks:
-            inputs = story.inputs(k, self)
-            invoice = Invoice(
-                id=self.new_id("INV"),
-                customer_id=self.customer.id,
-                subscription_id=story.sub.id,
-                # issued in local office hours, so issued_at's UTC date is the period_start
-                issued_at=local_to_utc(
-                    inputs.period_start, time(self.rng.randint(11, 15), 0), self.customer.timezone
-                ),
-                correct=inputs,
-                billed=inputs,
-            )
-            self.draft.invoices.append(invoice)
-            invoices.append(invoice)
-        for invoice in invoices:
-            self.pay(invoice)
+        if story.trial_end is not None and story.trial_invoice is None:
+            story.trial_invoice = self.issue(story, story.trial_inputs(self), story.sub.started_at)
+        invoices = [self.bill_period(story, k) for k in story.billed_periods()]
         if story.coupon is not None:
             story.sub.coupon_code = story.coupon.code
-        # the subscription row shows its state at the end of the last billed period
+        self.settle_subscription_row(story)
+        return invoices
+
+    def bill_period(self, story: Story, k: int) -> Invoice:
+        return self.issue(story, story.inputs(k, self), self.issue_stamp(story, k))
+
+    def issue_stamp(self, story: Story, k: int) -> str:
+        """Renewals happen at the subscription's local time of day on the period start; the
+        first period at creation, a trial's first paid period when trial_ended was logged."""
+        day = story.issue_day(k)
+        if story.trial_end is not None and day == story.trial_end:
+            ended = [e.occurred_at for e in story.sub.events if e.type == "trial_ended"]
+            if ended:
+                return ended[-1]
+        if k == 0:
+            return story.sub.started_at
+        return local_to_utc(day, story.time_of_day(), story.timezone)
+
+    def issue(self, story: Story, inputs: BillingInputs, issued_at: str) -> Invoice:
+        assert self.draft is not None
+        invoice = Invoice(
+            id=self.new_id("INV"),
+            customer_id=self.customer.id,
+            subscription_id=story.sub.id,
+            issued_at=issued_at,
+            correct=inputs,
+            billed=inputs,
+        )
+        self.draft.invoices.append(invoice)
+        self.draft.invoices.sort(key=lambda inv: (inv.issued_at, inv.id))
+        self.pay(invoice)
+        return invoice
+
+    def settle_subscription_row(self, story: Story) -> None:
+        """The subscription row shows its state at the end of the last billed period."""
+        ks = story.billed_periods()
         last_day = story.period(ks[-1])[1] - days(1) if ks else story.anchor
         story.sub.plan_id = story.plan_at(last_day).id
         story.sub.seats = story.seats_at(last_day)
-        self.draft.invoices.sort(key=lambda inv: (inv.issued_at, inv.id))
-        return invoices
 
-    def pay(self, invoice: Invoice, *, delay_days: int | None = None) -> Payment:
+    def pay(
+        self, invoice: Invoice, *, after: str | None = None, status: str = ""
+    ) -> Payment | None:
+        """Collects an invoice after it was issued: a card within the hour, a bank debit in one
+        to three days; now and then a first attempt fails and a retry succeeds a day or two on.
+        A zero invoice is marked paid without a payment. `status` forces one attempt's outcome.
+        """
         assert self.draft is not None
         total = invoice.billed_amounts().total_cents
-        issued = date.fromisoformat(invoice.issued_at[:10])
-        delay = self.rng.randint(0, 3) if delay_days is None else delay_days
+        method = self.pick(METHODS[invoice.billed.currency])
+        start = _parse(after or invoice.issued_at)
+        if total <= 0 and not status:
+            return None
+        delay = (
+            timedelta(minutes=self.rng.randint(1, 90))
+            if method == "card"
+            else timedelta(days=self.rng.randint(1, 3), minutes=self.rng.randint(0, 600))
+        )
+        if not status and self.rng.random() < FAILED_ATTEMPT_RATE:
+            self._add_payment(invoice, total, start + delay, method, "failed")
+            delay += timedelta(days=self.rng.randint(1, 3), minutes=self.rng.randint(0, 300))
+        return self._add_payment(invoice, total, start + delay, method, status or "succeeded")
+
+    def _add_payment(
+        self, invoice: Invoice, cents: int, moment: datetime, method: str, status: str
+    ) -> Payment:
+        assert self.draft is not None
         payment = Payment(
             id=self.new_id("PAY"),
             invoice_id=invoice.id,
             customer_id=self.customer.id,
-            amount_cents=total,
+            amount_cents=cents,
             currency=invoice.billed.currency,
-            paid_at=local_to_utc(issued + days(delay), self.work_time(), "UTC"),
-            method=self.pick(METHODS[invoice.billed.currency]),
+            paid_at=utc_stamp(moment),
+            method=method,
+            status=status,
         )
         self.draft.payments.append(payment)
         self.draft.payments.sort(key=lambda p: (p.paid_at, p.id))
         return payment
+
+    def refund(self, payment: Payment, cents: int, *, after: str | None = None) -> Payment:
+        """A refund of `cents` of a succeeded payment: a payment row with status "refunded"."""
+        invoice = self.draft.invoice(payment.invoice_id) if self.draft else None
+        assert invoice is not None
+        moment = _parse(after or payment.paid_at) + timedelta(
+            days=self.rng.randint(1, 6), minutes=self.rng.randint(0, 600)
+        )
+        return self._add_payment(invoice, cents, moment, payment.method, "refunded")
 
     def rebill(self, invoice: Invoice, **changes: Any) -> None:
         """A fault: the invoice was billed from other inputs; its payment follows the bill."""
@@ -289,7 +388,7 @@ class WorldBuilder:
         invoice.billed = replace(invoice.billed, **changes)
         total = invoice.billed_amounts().total_cents
         for payment in self.draft.payments:
-            if payment.invoice_id == invoice.id:
+            if payment.invoice_id == invoice.id and payment.status in ("succeeded", "failed"):
                 payment.amount_cents = total
 
     def new_coupon(

@@ -1,4 +1,5 @@
-"""Decoys added by difficulty: a second, correctly billed subscription from L2 on.
+"""Decoys added by difficulty: a second, correctly billed subscription from L2 on, with
+background features (`env.background`), and payment-level look-alikes at every level.
 
 Decoys never change the truth: they are billed correctly by the same story machinery, so an
 agent that credits them commits a false reversal.
@@ -6,21 +7,23 @@ agent that credits them commits a false reversal.
 
 from __future__ import annotations
 
+from env.background import decorate_payments, decorate_second
 from env.builder import WorldBuilder
 from env.faults.base import FaultOutcome
 
+THIRD_RATE = {"L1": 0.0, "L2": 0.2, "L3": 0.45}  # a third subscription, as some faults have
+
 
 def add_decoys(b: WorldBuilder, outcome: FaultOutcome) -> None:
-    if b.difficulty == "L1" or "no_second_subscription" in outcome.traps:
-        return
     draft = b.draft
     assert draft is not None
-    taken = outcome.story.plan.id
-    options = [p for p in draft.plans if p.id != taken and not p.overage_unit_price_cents]
-    plan = b.pick(options)
-    periods = b.rng.randint(2, 4)
-    story = b.make_story(plan, seats=b.rng.randint(2, 12) if plan.per_seat else 1, periods=periods)
-    invoices = b.bill(story)
-    outcome.traps.append("second_subscription")
-    if b.difficulty == "L3" and invoices:
-        outcome.focus.append(b.pick(invoices))
+    if b.difficulty != "L1" and "no_second_subscription" not in outcome.traps:
+        plans = {p.id.removeprefix("PLN-"): p for p in draft.plans}
+        story, _ = decorate_second(b, plans)
+        invoices = b.bill(story)
+        outcome.traps.append("second_subscription")
+        if b.difficulty == "L3" and invoices:
+            outcome.focus.append(b.pick(invoices))
+        if b.rng.random() < THIRD_RATE[b.difficulty]:  # counts of a feature must not tell either
+            b.bill(decorate_second(b, plans)[0])
+    decorate_payments(b, list(outcome.focus))

@@ -3,7 +3,12 @@
 Complaints are filled templates, so some overlap is by construction; what must not happen is
 an eval complaint that also appears verbatim in train. Similarity is the Jaccard index of word
 3-grams after lower-casing and replacing ids (CUS-XXXXXX) and numbers with placeholders, found
-through an inverted index of train 3-grams. Exit 1 on any exact (raw text) duplicate.
+through an inverted index of train 3-grams.
+
+Complaint *bodies* (the paragraph after the greeting) come from disjoint train and eval phrasing
+pools, so no eval body may equal a train body once everything a template fills in is masked:
+ids, names, numbers, months, currencies, plan names and codes (`mask_body`).
+Exit 1 on any exact (raw text) duplicate or any masked-body match.
 Run: `python -m env.dedup [--train-limit 5000] [--threshold 0.8]`.
 """
 
@@ -25,6 +30,13 @@ from env.splits import split_seeds
 _ID = re.compile(r"\b[A-Z]{2,4}-[A-Z0-9]{4,12}\b")
 _NUMBER = re.compile(r"\d+(?:[.,:/-]\d+)*")
 _WORD = re.compile(r"<id>|<num>|<name>|\w+")
+_MONTH = re.compile(
+    r"\b(?:January|February|March|April|May|June|July|August|September|October|November|"
+    r"December)\b"
+)
+_CURRENCY = re.compile(r"\b(?:USD|EUR|GBP|CAD|AUD)\b")
+_CODE = re.compile(r"\b[A-Z][A-Z0-9]*[0-9][A-Z0-9]*\b")  # coupon codes, certificate numbers
+_SPACE = re.compile(r"\s+")
 FROZEN_SPLITS = ("eval", "heldout")
 
 
@@ -47,6 +59,32 @@ def normalise(text: str, *, mask_names: bool = False) -> list[str]:
         text = _pool_names().sub(" <name> ", text)
     text = _NUMBER.sub(" <num> ", _ID.sub(" <id> ", text))
     return _WORD.findall(text.lower())
+
+
+@cache
+def _plan_names() -> re.Pattern[str]:
+    names = sorted((p["name"] for p in data("catalog.json")["plans"]), key=len, reverse=True)
+    return re.compile(rf"\b(?:{'|'.join(map(re.escape, names))})\b")
+
+
+def body_of(complaint: str) -> str:
+    """The complaint's body: the paragraph after the greeting (claims, injected text and the
+    signature follow it as paragraphs of their own)."""
+    parts = complaint.split("\n\n")
+    return parts[1] if len(parts) > 2 else complaint
+
+
+def mask_body(text: str) -> str:
+    """A body with every filled-in value masked: two bodies are equal here when they come
+    from the same template."""
+    text = _ID.sub("<id>", text)
+    text = _CODE.sub("<code>", text)
+    text = _NUMBER.sub("<num>", text)
+    text = _MONTH.sub("<month>", text)
+    text = _CURRENCY.sub("<cur>", text)
+    text = _plan_names().sub("<plan>", text)
+    text = _pool_names().sub("<name>", text)
+    return _SPACE.sub(" ", text).strip().lower()
 
 
 def shingles(text: str, *, mask_names: bool = False) -> frozenset[tuple[str, ...]]:
@@ -95,6 +133,7 @@ class Pair:
     train_seed: int
     similarity: float
     exact: bool
+    body_twin: int = -1  # train seed whose masked body equals this one's; -1: none
 
 
 def complaint_of(split: str, seed: int) -> str:
@@ -104,7 +143,11 @@ def complaint_of(split: str, seed: int) -> str:
 def compare_splits(train_limit: int, *, mask_names: bool = False) -> list[Pair]:
     """For every frozen complaint, its most similar train complaint (first `train_limit` seeds)."""
     train_seeds = split_seeds("train", train_limit)
-    index = TrainIndex(map_seeds(complaint_of, "train", train_seeds), mask_names=mask_names)
+    train_texts = map_seeds(complaint_of, "train", train_seeds)
+    index = TrainIndex(train_texts, mask_names=mask_names)
+    bodies: dict[str, int] = {}
+    for seed, text in zip(train_seeds, train_texts, strict=True):
+        bodies.setdefault(mask_body(body_of(text)), seed)
     pairs = []
     for split in FROZEN_SPLITS:
         seeds = split_seeds(split)
@@ -114,7 +157,8 @@ def compare_splits(train_limit: int, *, mask_names: bool = False) -> list[Pair]:
             if exact:
                 best, score = index.exact[text], 1.0
             train_seed = train_seeds[best] if best >= 0 else -1
-            pairs.append(Pair(split, f"{split}-{seed}", train_seed, score, exact))
+            twin = bodies.get(mask_body(body_of(text)), -1)
+            pairs.append(Pair(split, f"{split}-{seed}", train_seed, score, exact, twin))
     return pairs
 
 
@@ -159,8 +203,12 @@ def _main(argv: Sequence[str] | None) -> int:
     exact = [p for p in pairs if p.exact]
     for p in exact:
         print(f"EXACT DUPLICATE {p.scenario_id} == train-{p.train_seed}")
+    twins = [p for p in pairs if p.body_twin >= 0]
+    for p in twins[: args.show]:
+        print(f"MASKED BODY MATCH {p.scenario_id} == train-{p.body_twin}")
+    print(f"masked-body matches (ids, names, numbers, months masked): {len(twins)}")
     print(f"exact duplicates: {len(exact)}")
-    return 1 if exact else 0
+    return 1 if exact or twins else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import random
-from datetime import date
+from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
 
+from env.background import pending_changes
 from env.builder import WorldBuilder
-from env.calendar import days, local_to_utc
+from env.calendar import days, local_to_utc, utc_stamp, utc_to_local_date
 from env.complaints import render_complaint
 from env.decoys import add_decoys
 from env.faults import builder_for
@@ -21,9 +22,10 @@ from env.faults.base import FaultOutcome, call
 from env.money import format_cents
 from env.scenario import Scenario, ToolCall, Truth
 from env.splits import split_assignment
+from env.story import Story
 from env.world import freeze
 
-GENERATOR_VERSION = "billsleuth-gen-1"
+GENERATOR_VERSION = "billsleuth-gen-2"
 
 
 def scenario_rng(split: str, seed: int) -> random.Random:
@@ -35,16 +37,19 @@ def scenario_rng(split: str, seed: int) -> random.Random:
 def generate(split: str, seed: int) -> Scenario:
     assignment = split_assignment(split, seed)
     rng = scenario_rng(split, seed)
-    builder = WorldBuilder(rng, name_pool=assignment.name_pool, difficulty=assignment.difficulty)
+    builder = WorldBuilder(
+        rng,
+        name_pool=assignment.name_pool,
+        difficulty=assignment.difficulty,
+        label=assignment.label,
+    )
     outcome = builder_for(assignment.label)(builder)
     add_decoys(builder, outcome)
     draft = builder.draft
     assert draft is not None
+    opened_at = open_dispute(builder)
     overcharges = draft.overcharges()
     _check_outcome(outcome, overcharges)
-    last_issue = max(inv.issued_at for inv in draft.invoices)
-    opened_day = date.fromisoformat(last_issue[:10]) + days(rng.randint(2, 12))
-    opened_at = local_to_utc(opened_day, builder.work_time(), builder.customer.timezone)
     complaint, claimed, traps = render_complaint(builder, outcome, overcharges)
     dispute_id = builder.new_id("DSP")
     draft.dispute = (dispute_id, opened_at, complaint)
@@ -68,6 +73,51 @@ def generate(split: str, seed: int) -> Scenario:
         database=freeze(draft),
         _truth=truth,
     )
+
+
+def open_dispute(b: WorldBuilder) -> str:
+    """When the customer writes: two to twelve days after the last invoice, after every
+    recorded moment. Active subscriptions are first billed up to that day (design §1.1: an
+    active subscription invoices every period up to the dispute)."""
+    draft = b.draft
+    assert draft is not None
+    tz = b.customer.timezone
+    last_issue = max(inv.issued_at for inv in draft.invoices)
+    opened_day = utc_to_local_date(last_issue, tz) + days(b.rng.randint(2, 12))
+    opened_at = local_to_utc(opened_day, b.work_time(), tz)
+    while True:  # a late payment can push the dispute past another period start: bill it too
+        for story in b.stories:
+            _bill_until(b, story, utc_to_local_date(opened_at, tz))
+        stamps = [inv.issued_at for inv in draft.invoices] + [p.paid_at for p in draft.payments]
+        stamps += [e.occurred_at for sub in draft.subscriptions for e in sub.events]
+        stamps += [n.created_at for n in draft.credit_notes]
+        latest = max(stamps)
+        if opened_at > latest:
+            break
+        opened_at = utc_stamp(_moment(latest) + timedelta(minutes=b.rng.randint(30, 600)))
+    for story in b.stories:  # recent changes the next invoice will carry, in every class
+        pending_changes(b, story, utc_to_local_date(opened_at, tz))
+    b.customer.created_at = min(b.customer.created_at, *(s.sub.started_at for s in b.stories))
+    return opened_at
+
+
+def _bill_until(b: WorldBuilder, story: Story, day: date) -> None:
+    """Bills an active subscription's periods that start on or before `day`."""
+    if story.sub.status != "active" or story.cancel_effective is not None:
+        return
+    billed = {i.billed.period_start for i in b.draft.invoices if i.subscription_id == story.sub.id}
+    while story.period(story.periods)[0] <= day:
+        story.periods += 1
+        k = story.periods - 1
+        if story.plan_at(story.period(k)[0]).overage_unit_price_cents:
+            b.record_usage(story, k - 1)
+        if story.period(k)[0] not in billed:
+            b.bill_period(story, k)
+    b.settle_subscription_row(story)
+
+
+def _moment(stamp: str) -> datetime:
+    return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
 
 
 def _check_outcome(outcome: FaultOutcome, overcharges: dict[str, int]) -> None:

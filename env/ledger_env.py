@@ -8,6 +8,7 @@ held here: the episode knows only the public scenario card.
 from __future__ import annotations
 
 import json
+import reprlib
 import sqlite3
 import uuid
 from dataclasses import dataclass
@@ -49,6 +50,37 @@ def open_database(image: bytes) -> sqlite3.Connection:
     return connection
 
 
+def _plain_text(value: object) -> object:
+    """An exact `str` stays; a str subclass becomes a plain copy (its overrides never run);
+    anything else is passed on as a non-string, which dispatch refuses by type alone."""
+    if type(value) is str:
+        return value
+    if isinstance(value, str):
+        return str.__str__(value)
+    return None
+
+
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxstring, _REPR.maxother = 4, 200, 200
+
+
+def _shown(value: object) -> str:
+    """A short repr for the log that cannot raise (deep nesting, a raising __repr__)."""
+    try:
+        return _printable(_REPR.repr(value))[:1000]
+    except Exception:
+        return f"<unprintable {type(value).__name__}>"
+
+
+def _printable(text: str) -> str:
+    """Text that encodes as UTF-8 (lone surrogates escaped), for logs and episode files."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
 class LedgerEnv:
     """The agent's side of an episode: prompt, tool specs, `call`, and the record of it."""
 
@@ -86,18 +118,28 @@ class LedgerEnv:
         return openai_tools()
 
     def call(self, name: str, arguments: str) -> str:
-        """Runs one tool call and returns its JSON result; never raises."""
+        """Runs one tool call and returns its JSON result; never raises, whatever it is given
+        (a non-string, a 5,000-deep list, an object whose repr raises): each becomes an error
+        result that says what to send, and is logged as printable text."""
         if self.done:
             reason = "findings were submitted" if self.submitted else "the tool budget is spent"
             return json.dumps({"error": f"the episode is over: {reason}"})
         if len(self._log) >= self.tool_budget:
             self._truncated = True
             return json.dumps({"error": f"tool-call budget of {self.tool_budget} exhausted"})
-        result = dispatch(self._tools, name, arguments)
-        text = json.dumps(result, ensure_ascii=False)
-        shown_name = name if isinstance(name, str) else repr(name)
-        shown_args = arguments if isinstance(arguments, str) else repr(arguments)
-        self._log.append(ToolRecord(shown_name[:200], shown_args, text, "error" in result))
+        raw_name, raw_args = name, arguments
+        plain_name, plain_args = _plain_text(name), _plain_text(arguments)
+        try:
+            result = dispatch(self._tools, plain_name, plain_args)
+            text = json.dumps(result, ensure_ascii=False)
+        except Exception as exc:  # the dispatch already catches tool bugs; this is the backstop
+            result = {"error": f"internal error ({type(exc).__name__}); try other arguments"}
+            text = json.dumps(result)
+        shown_name = (
+            _printable(plain_name)[:200] if isinstance(plain_name, str) else _shown(raw_name)
+        )
+        shown_args = _printable(plain_args) if isinstance(plain_args, str) else _shown(raw_args)
+        self._log.append(ToolRecord(shown_name, shown_args, _printable(text), "error" in result))
         if len(self._log) >= self.tool_budget and not self.submitted:
             self._truncated = True
         return text

@@ -8,13 +8,14 @@ Each change is recorded twice, as an effect on billing and as a UTC-stamped even
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import date, time
+from datetime import UTC, date, datetime, time, timedelta
 from typing import TYPE_CHECKING, Any
+from zoneinfo import ZoneInfo
 
 from env.billing import BillingInputs, CouponTerms, PlanTerms
 from env.calendar import add_months, local_to_utc
 from env.money import parse_rate
-from env.world import Coupon, Event, Plan, Subscription
+from env.world import Coupon, Event, Invoice, Plan, Subscription
 
 if TYPE_CHECKING:
     from env.builder import WorldBuilder
@@ -52,6 +53,12 @@ class Story:
     coupon_from: date | None = None
     cancel_effective: date | None = None
     usage: dict[date, int] = field(default_factory=dict)
+    trial_invoice: Invoice | None = None
+
+    def time_of_day(self) -> time:
+        """The local time of day the subscription was created: its renewal time."""
+        moment = datetime.strptime(self.sub.started_at, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+        return moment.astimezone(ZoneInfo(self.timezone)).time()
 
     def period(self, k: int) -> tuple[date, date]:
         return add_months(self.anchor, k), add_months(self.anchor, k + 1)
@@ -77,13 +84,25 @@ class Story:
         return current
 
     def billed_periods(self) -> list[int]:
+        """Periods a correct system invoices: not after the cancellation took effect, and not
+        a period that lies wholly inside the free trial (the trial's zero invoice covers it)."""
         ks = []
         for k in range(self.periods):
-            start, _ = self.period(k)
+            start, end = self.period(k)
             if self.cancel_effective is not None and start >= self.cancel_effective:
                 break
+            if self.trial_end is not None and end <= self.trial_end:
+                continue
             ks.append(k)
         return ks
+
+    def issue_day(self, k: int) -> date:
+        """The local date period k's invoice is issued: its start, or the trial's end for the
+        first paid period (tax, fx and exemptions are taken on this day)."""
+        start, end = self.period(k)
+        if self.trial_end is not None and start < self.trial_end < end:
+            return self.trial_end
+        return start
 
     def coupon_applies(self, k: int) -> bool:
         coupon = self.coupon
@@ -106,33 +125,60 @@ class Story:
         return True
 
     def inputs(self, k: int, world: WorldBuilder) -> BillingInputs:
-        """The correct billing inputs of period k."""
+        """The correct billing inputs of period k: the period in advance, proration items for a
+        plan change inside period k-1, and period k-1's usage (in arrears)."""
         start, end = self.period(k)
-        before = self.plan_at(start)
-        mid_changes = [(d, p) for d, p in self.plan_changes if start < d < end]
+        before = self.period(k - 1)[0]
+        current = self.plan_at(start)
+        changes = [(d, p) for d, p in self.plan_changes if before < d < start]
         previous_plan = previous_seats = change_date = None
-        current = before
-        if mid_changes:
-            change_date, current = max(mid_changes, key=lambda c: c[0])
-            previous_plan, previous_seats = plan_terms(before, start), self.seats_at(start)
-        proration_start = None
+        if k > 0 and changes:
+            change_date = max(changes, key=lambda c: c[0])[0]
+            previous_plan = plan_terms(self.plan_at(change_date - timedelta(days=1)), before)
+            previous_seats = self.seats_at(before)
+        proration_start = proration_end = None
         if self.trial_end is not None and start < self.trial_end:
             proration_start = min(self.trial_end, end)
+        if self.cancel_effective is not None and start < self.cancel_effective < end:
+            proration_end = self.cancel_effective  # canceled on a date: the last period prorated
+        issued = self.issue_day(k)
+        usage = None
+        if k > 0 and current.overage_unit_price_cents and before in self.usage:
+            usage = self.usage[before]
         return BillingInputs(
             period_start=start,
             period_end=end,
             plan=plan_terms(current, start),
             seats=self.seats_at(start),
             currency=world.customer.currency,
+            fx_rate=world.fx_on(issued),
+            fx_rate_date=issued,
+            tax_jurisdiction=world.customer.tax_jurisdiction,
+            tax_rate=world.tax_rate_on(issued),
+            tax_exempt=world.exempt_on(issued),
+            previous_plan=previous_plan,
+            previous_seats=previous_seats,
+            plan_change_date=change_date,
+            proration_start=proration_start,
+            proration_end=proration_end,
+            coupon=coupon_terms(self.coupon) if self.coupon and self.coupon_applies(k) else None,
+            usage_units=usage,
+        )
+
+    def trial_inputs(self, world: WorldBuilder) -> BillingInputs:
+        """The zero-amount invoice issued when the trial starts (its window is the trial)."""
+        assert self.trial_end is not None
+        start = self.period(0)[0]
+        return BillingInputs(
+            period_start=start,
+            period_end=self.trial_end,
+            plan=plan_terms(self.plan, start),
+            seats=self.seats,
+            currency=world.customer.currency,
             fx_rate=world.fx_on(start),
             fx_rate_date=start,
             tax_jurisdiction=world.customer.tax_jurisdiction,
             tax_rate=world.tax_rate_on(start),
             tax_exempt=world.exempt_on(start),
-            previous_plan=previous_plan,
-            previous_seats=previous_seats,
-            plan_change_date=change_date,
-            proration_start=proration_start,
-            coupon=coupon_terms(self.coupon) if self.coupon and self.coupon_applies(k) else None,
-            usage_units=self.usage.get(start) if current.overage_unit_price_cents else None,
+            proration_start=self.trial_end,
         )

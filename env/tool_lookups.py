@@ -155,8 +155,9 @@ class Lookups:
         ).fetchall()
         inputs = json.loads(row["inputs"])
         paid = self._one(
-            "SELECT COALESCE(SUM(amount_cents), 0) FROM payments WHERE invoice_id = ? "
-            "AND status = 'succeeded'",
+            "SELECT COALESCE(SUM(CASE status WHEN 'succeeded' THEN amount_cents "
+            "WHEN 'refunded' THEN -amount_cents ELSE 0 END), 0) FROM payments "
+            "WHERE invoice_id = ?",
             (invoice_id,),
         )
         notes = self.connection.execute(

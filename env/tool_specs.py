@@ -12,6 +12,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal
 from functools import cache
 from typing import Any, get_type_hints
 
@@ -21,6 +22,7 @@ from env.tool_errors import ToolError
 from env.tools import TOOL_NAMES, WRITE_TOOLS, BillingTools
 
 MAX_ARGUMENT_CHARS = 20_000
+MAX_NUMBER_DIGITS = 30  # JSON numbers beyond 10**30 (or below 10**-30) are refused
 _ARG_LINE = re.compile(r"^    (\w+): (.*)$")
 
 
@@ -66,7 +68,7 @@ def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
 def _arguments_model(
     name: str, method: Callable[..., Any], docs: dict[str, str]
 ) -> type[BaseModel]:
-    hints = get_type_hints(method)
+    hints = get_type_hints(method, include_extras=True)
     fields: dict[str, Any] = {}
     for param in list(inspect.signature(method).parameters.values())[1:]:
         default = ... if param.default is inspect.Parameter.empty else param.default
@@ -144,20 +146,82 @@ def _validation_message(name: str, exc: ValidationError) -> str:
     return f"invalid arguments for {name}: {'; '.join(problems)}. Accepted: {{{accepted}}}"
 
 
-def dispatch(tools: BillingTools, name: str, raw_arguments: str) -> dict[str, Any]:
+def _undecodable(arguments: dict[str, Any]) -> str | None:
+    """The path of the first string (key or value) that cannot be encoded as UTF-8, if any."""
+    stack: list[tuple[str, Any]] = [(str(key), value) for key, value in arguments.items()]
+    stack.extend((key, key) for key in arguments)
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, str):
+            if not _encodable(value):
+                return _encodable_text(path)
+        elif isinstance(value, dict):
+            stack.extend((f"{path}.{key}", v) for key, v in value.items())
+            stack.extend((path, key) for key in value)
+        elif isinstance(value, list):
+            stack.extend((f"{path}[{i}]", v) for i, v in enumerate(value))
+    return None
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _encodable_text(text: str) -> str:
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")[:60]
+
+
+class _OutOfRange(ValueError):
+    """A JSON number no tool argument can mean, and whose exact value is costly to expand:
+    `1e999999999` as an exact decimal is a billion digits (and as seats, a billion-digit int)."""
+
+
+def _decimal(text: str) -> Decimal:
+    value = Decimal(text)
+    if value.is_finite() and abs(value.adjusted()) > MAX_NUMBER_DIGITS:
+        raise _OutOfRange(text[:40])
+    return value
+
+
+def _integer(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_NUMBER_DIGITS:
+        raise _OutOfRange(text[:40] + ("..." if len(text) > 40 else ""))
+    return int(text)
+
+
+def dispatch(tools: BillingTools, name: object, raw_arguments: object) -> dict[str, Any]:
     """Runs one tool call from raw JSON text; returns its result or `{"error": ...}`."""
-    spec = specs_by_name().get(name) if isinstance(name, str) else None
+    if not isinstance(name, str):
+        return {
+            "error": f"unknown tool: the name must be a string, one of: {', '.join(TOOL_NAMES)}"
+        }
+    spec = specs_by_name().get(name)
     if spec is None:
-        shown = name[:60] if isinstance(name, str) else type(name).__name__
+        shown = _encodable_text(name)
         return {"error": f"unknown tool {shown!r}; available tools: {', '.join(TOOL_NAMES)}"}
     if not isinstance(raw_arguments, str) or len(raw_arguments) > MAX_ARGUMENT_CHARS:
         return {"error": f"arguments must be a JSON object string under {MAX_ARGUMENT_CHARS} chars"}
-    try:
-        parsed = json.loads(raw_arguments or "{}")
+    try:  # numbers as exact decimals: 165.4899999999999999999 must not become 165.49
+        parsed = json.loads(raw_arguments or "{}", parse_float=_decimal, parse_int=_integer)
+    except _OutOfRange as exc:
+        return {
+            "error": f"number {exc} in the arguments of {name} is out of range; send numbers "
+            f"of at most {MAX_NUMBER_DIGITS} digits, written without an exponent"
+        }
     except (ValueError, RecursionError):  # ValueError also covers ints over 4300 digits
         return {"error": f"arguments for {name} are not valid JSON; send a JSON object"}
     if not isinstance(parsed, dict):
         return {"error": f"arguments for {name} must be a JSON object, not {type(parsed).__name__}"}
+    broken = _undecodable(parsed)
+    if broken is not None:
+        return {
+            "error": f"argument {broken} of {name} contains undecodable text (a lone UTF-16 "
+            "surrogate such as \\ud800); send valid Unicode text"
+        }
     try:
         arguments = spec.arguments.model_validate(parsed)
     except ValidationError as exc:

@@ -11,10 +11,12 @@ from __future__ import annotations
 import re
 import sqlite3
 from dataclasses import replace
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, ValidationError
 
 from env.billing import BillingError, BillingInputs, compute_invoice
-from env.findings import AffectedInvoice, Findings
+from env.findings import AffectedInvoice, Findings, amount_text
 from env.labels import RootCause
 from env.money import BadAmount, format_cents, parse_amount, parse_rate
 from env.records import inputs_from_json, inputs_to_dict
@@ -35,6 +37,8 @@ TERMINAL_TOOLS = ("submit_findings",)
 TOOL_NAMES = READ_TOOLS + WRITE_TOOLS + TERMINAL_TOOLS
 # Plain decimals only: "1e-999999" is a valid Decimal whose exact arithmetic runs for minutes.
 _PLAIN_RATE = re.compile(r"^-?[0-9]{1,6}(\.[0-9]{1,40})?$")
+# A credit amount as text, or a JSON number read exactly (the schema still says string).
+AmountText = Annotated[str, BeforeValidator(amount_text)]
 
 
 class BillingTools(Lookups):
@@ -239,7 +243,7 @@ class BillingTools(Lookups):
             changes["fx_rate_date"] = day
         return recorded.with_overrides(**changes)
 
-    def draft_credit_note(self, invoice_id: str, amount: str, reason: str) -> dict[str, Any]:
+    def draft_credit_note(self, invoice_id: str, amount: AmountText, reason: str) -> dict[str, Any]:
         """Draft a credit note refunding part of an invoice. Credit only verified overcharges.
 
         Refuses amounts that are not positive, have more than two decimals, or exceed the
@@ -304,14 +308,25 @@ class BillingTools(Lookups):
         """
         if self.findings is not None:
             raise Refused("findings were already submitted; the episode is over")
-        self.findings = Findings(
-            root_cause=root_cause, affected_invoices=affected_invoices, summary=summary
-        )
+        try:
+            self.findings = Findings(
+                root_cause=root_cause, affected_invoices=affected_invoices, summary=summary
+            )
+        except ValidationError as exc:
+            raise InvalidArgument(f"findings refused: {_first_problem(exc)}") from None
         return {
             "status": "submitted",
             "root_cause": root_cause,
             "affected_invoices": len(affected_invoices),
         }
+
+
+def _first_problem(exc: ValidationError) -> str:
+    """The first validation problem as one sentence (pydantic's "Value error, " prefix off)."""
+    error = exc.errors()[0]
+    where = ".".join(str(part) for part in error["loc"])
+    message = str(error["msg"]).removeprefix("Value error, ")
+    return f"{where}: {message}" if where else message
 
 
 def _parse_tax_rate(text: str) -> Any:

@@ -1,4 +1,5 @@
-"""Replays each scenario's reference solution and checks the end state against its truth.
+"""Replays each scenario's reference solution and checks the end state against its truth, and
+checks the world's invariants (`env.invariants`, design §1.1) on its initial database.
 
 A scenario its own reference cannot solve is a generator bug, so every split must pass whole:
 credits, findings, no tool error, every overcharge shown by a read tool, nothing else written.
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from env.cli import Parser, UsageError, map_seeds, positive_int, run
 from env.episode import drafted_credits
 from env.generator import generate
+from env.invariants import world_problems
 from env.ledger_env import LedgerEnv, open_database
 from env.money import format_cents
 from env.scenario import Scenario, reveal_truth
@@ -78,6 +80,12 @@ def untouched_problems(initial: bytes, final: bytes) -> list[str]:
 
 
 def check_scenario(scenario: Scenario) -> list[str]:
+    """The reasons `scenario` is unsound: its reference replay falls short, or its world
+    breaks an invariant of design §1.1. Empty when it is sound."""
+    return replay_problems(scenario) + invariant_problems(scenario)
+
+
+def replay_problems(scenario: Scenario) -> list[str]:
     """The reasons the reference replay of `scenario` falls short; empty when it is sound."""
     truth = reveal_truth(scenario)
     env = LedgerEnv(scenario, episode_id=EPISODE_ID)  # the budget an agent gets
@@ -114,6 +122,16 @@ def check_scenario(scenario: Scenario) -> list[str]:
             problems.append(f"overcharge {format_cents(cents)} of {invoice} is in no tool output")
     problems += untouched_problems(scenario.database, final)
     return problems
+
+
+def invariant_problems(scenario: Scenario) -> list[str]:
+    """Design §1.1 on the initial database: the only deviation from the rules is the fault."""
+    connection = open_database(scenario.database)
+    try:
+        faulted = set(reveal_truth(scenario).overcharges)
+        return [f"world: {p}" for p in world_problems(connection, faulted)]
+    finally:
+        connection.close()
 
 
 def shows_amount(text: str, amount: str) -> bool:

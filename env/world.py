@@ -116,6 +116,19 @@ class Payment:
 
 
 @dataclass
+class CreditNote:
+    """A credit note issued before the dispute (by support, not by an episode)."""
+
+    id: str
+    invoice_id: str
+    amount_cents: int
+    currency: str
+    reason: str
+    created_at: str
+    status: str = "issued"
+
+
+@dataclass
 class WorldDraft:
     customer: Customer
     plans: list[Plan] = field(default_factory=list)
@@ -127,6 +140,7 @@ class WorldDraft:
     )  # date, base, quote, rate
     invoices: list[Invoice] = field(default_factory=list)
     payments: list[Payment] = field(default_factory=list)
+    credit_notes: list[CreditNote] = field(default_factory=list)
     dispute: tuple[str, str, str] | None = None  # id, opened_at, message
 
     def invoice(self, invoice_id: str) -> Invoice:
@@ -136,17 +150,21 @@ class WorldDraft:
         return next(sub for sub in self.subscriptions if sub.id == subscription_id)
 
     def overcharges(self) -> dict[str, int]:
-        """Per invoice: billed minus correct, plus any succeeded payment beyond the total."""
+        """Per invoice: billed minus correct, plus any net payment (succeeded minus refunded)
+        beyond the total, minus what earlier credit notes already returned."""
         result: dict[str, int] = {}
         for inv in self.invoices:
             billed = inv.billed_amounts().total_cents
             over = billed - inv.correct_total_cents()
             paid = sum(
-                p.amount_cents
+                p.amount_cents * (1 if p.status == "succeeded" else -1)
                 for p in self.payments
-                if p.invoice_id == inv.id and p.status == "succeeded"
+                if p.invoice_id == inv.id and p.status in ("succeeded", "refunded")
             )
             over += max(0, paid - billed)
+            if over <= 0:  # a goodwill credit on a correct invoice is no overcharge
+                continue
+            over -= sum(n.amount_cents for n in self.credit_notes if n.invoice_id == inv.id)
             if over != 0:
                 result[inv.id] = over
         return result
@@ -289,6 +307,13 @@ def freeze(draft: WorldDraft) -> bytes:
                 p.status,
             )
             for p in draft.payments
+        ],
+    )
+    db.executemany(
+        "INSERT INTO credit_notes VALUES (?,?,?,?,?,?,?,?)",
+        [
+            (n.id, n.invoice_id, n.amount_cents, n.currency, n.reason, n.status, None, n.created_at)
+            for n in draft.credit_notes
         ],
     )
     if draft.dispute:

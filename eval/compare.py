@@ -2,7 +2,10 @@
 
 Prints one markdown table of pass^1, pass^k, per root cause, per difficulty and the rates, and
 marks with `*` each row whose two 95% intervals do not overlap: a screening flag for a real
-difference, not a significance test (overlapping intervals do not prove there is none).
+difference, not a significance test (overlapping intervals do not prove there is none). When
+both arguments are run directories with their episodes, it adds the paired figures over the
+scenarios both ran: the pass^1 difference with a paired bootstrap interval and an exact McNemar
+test (`eval/report/paired.py`), the comparison to trust when both saw the same scenarios.
 """
 
 from __future__ import annotations
@@ -14,8 +17,10 @@ from typing import Any
 if __package__ in (None, ""):  # run as `python eval/compare.py`: make the repo importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from eval.summary import as_interval, load_summary
+from eval.report.load import ReportInputError, load_run, unique_names
+from eval.report.paired import describe, has_grounded, paired_comparison
 from eval.stats import intervals_overlap
+from eval.summary import as_interval, load_summary
 
 Row = tuple[str, dict[str, float] | None, dict[str, float] | None]
 
@@ -101,7 +106,21 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: cannot read a summary: {exc}", file=sys.stderr)
         return 2
     print(render(first, second))
+    print()
+    print("\n".join(paired_lines(Path(args[0]), Path(args[1]))))
     return 0
+
+
+def paired_lines(first: Path, second: Path) -> list[str]:
+    """The paired figures, or why there are none (summary.json files hold no episodes)."""
+    try:
+        runs = unique_names([load_run(first), load_run(second)])
+    except ReportInputError as exc:
+        return [f"No paired figures: {exc}"]
+    lines = describe(paired_comparison(runs[0], runs[1]))
+    if all(map(has_grounded, runs)):
+        lines += describe(paired_comparison(runs[0], runs[1], verdict="grounded"))
+    return lines
 
 
 if __name__ == "__main__":

@@ -2,33 +2,44 @@
 
 Separate code from the training reward on purpose (it imports nothing from `rewards/`): it judges
 from the database diff between the scenario's initial image and the episode's final image, and
-from the submitted findings, never from what the agent says it did. Its hallucination check is
-deliberately simpler than `rewards.provenance`. Tests: `pytest tests/eval/test_grader.py`.
+from the submitted findings, never from what the agent says it did. Grounded success (design §6)
+is a success whose every cited number is traced to a tool output that is not an echo of the
+agent's input, with at least one found fact: `eval.grounding`, the grader's own implementation
+of the §5 rules. `python -m eval.agreement` checks it against the binary reward episode by
+episode. Tests: `pytest tests/eval/test_grader.py`.
 """
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 
 from env.episode import EpisodeRecord
 from env.findings import Findings
 from env.ledger_env import open_database
 from env.scenario import Truth
-
-# tools whose output repeats the agent's own arguments back: never evidence for its findings
-_ECHO_TOOLS = frozenset({"draft_credit_note", "submit_findings"})
-_INVOICE_ID = re.compile(r"INV-[0-9A-Z]+")
-_AMOUNT = re.compile(r"(?<![\d.])\d+\.\d{2}(?![\d.])")  # two decimals, as every tool prints money
+from eval.grounding import call_views, grounded, trace_findings
 
 Row = tuple[object, ...]
 
 
 @dataclass(frozen=True)
+class TracedNumber:
+    """One number the findings cite, as the episode log and the viewer show it."""
+
+    text: str
+    where: str  # "amount" | "invoice_id" | "summary"
+    value: str  # normalised: canonical decimal, ISO date, upper-case id
+    status: str  # "evidence" | "allowed" | "echo_only" | "untraceable"
+    sources: tuple[int, ...]  # indices into the episode's tool-call log, in call order
+
+
+@dataclass(frozen=True)
 class EpisodeGrade:
     success: bool
+    grounded_success: bool  # a success whose findings are traced, with a found fact
     submitted: bool
     truncated: bool
     reported_label: str | None
@@ -42,8 +53,9 @@ class EpisodeGrade:
     tool_calls: int
     credits: dict[str, int]  # cents credited per invoice by rows added in this episode
     over_credited: dict[str, int]  # cents beyond the true overcharge, per invoice
-    untraceable: tuple[str, ...]  # invoice ids and amounts of the findings no tool output showed
+    untraceable: tuple[str, ...]  # cited numbers no non-echo tool output showed (or unreadable)
     changed_tables: tuple[str, ...]
+    number_trace: tuple[TracedNumber, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -67,30 +79,46 @@ def _rows(connection: sqlite3.Connection, table: str) -> Counter[Row]:
     return Counter(tuple(row) for row in connection.execute(f'SELECT * FROM "{table}"'))
 
 
-def _diff(initial: bytes, final: bytes) -> _Diff:
-    before, after = open_database(initial), open_database(final)
+Snapshot = dict[str, tuple[tuple[str, ...], Counter[Row]]]
+
+
+def _snapshot(image: bytes) -> Snapshot:
+    """Every table of a database image: its columns and its rows (as a multiset)."""
+    connection = open_database(image)
     try:
-        tables_before, tables_after = _tables(before), _tables(after)
-        changed = {name for name in tables_before.keys() ^ tables_after.keys()}
-        added: Counter[Row] = Counter()
-        removed: Counter[Row] = Counter()
-        for name in tables_before.keys() & tables_after.keys():
-            if tables_before[name] != tables_after[name]:
-                changed.add(name)
-                continue
-            rows_before, rows_after = _rows(before, name), _rows(after, name)
-            if name == "credit_notes":
-                added, removed = rows_after - rows_before, rows_before - rows_after
-            elif rows_before != rows_after:
-                changed.add(name)
-        if "credit_notes" not in tables_after:
-            changed.add("credit_notes")
-        columns = tables_after.get("credit_notes", [])
-        if columns and columns[:3] != ["id", "invoice_id", "amount_cents"]:
-            changed.add("credit_notes")  # a schema the credit arithmetic below cannot read
+        return {
+            name: (tuple(columns), _rows(connection, name))
+            for name, columns in _tables(connection).items()
+        }
     finally:
-        before.close()
-        after.close()
+        connection.close()
+
+
+@lru_cache(maxsize=16)
+def _initial_snapshot(image: bytes) -> Snapshot:
+    """A scenario's initial image is diffed against every episode played on it: read it once.
+    Callers only compare it (Counter arithmetic makes new counters), never change it."""
+    return _snapshot(image)
+
+
+def _diff(initial: bytes, final: bytes) -> _Diff:
+    before, after = _initial_snapshot(initial), _snapshot(final)
+    changed = set(before.keys() ^ after.keys())
+    added: Counter[Row] = Counter()
+    removed: Counter[Row] = Counter()
+    for name in sorted(before.keys() & after.keys()):
+        (columns_before, rows_before), (columns_after, rows_after) = before[name], after[name]
+        if columns_before != columns_after:
+            changed.add(name)
+        elif name == "credit_notes":
+            added, removed = rows_after - rows_before, rows_before - rows_after
+        elif rows_before != rows_after:
+            changed.add(name)
+    if "credit_notes" not in after:
+        changed.add("credit_notes")
+    columns = after["credit_notes"][0] if "credit_notes" in after else ()
+    if columns and columns[:3] != ("id", "invoice_id", "amount_cents"):
+        changed.add("credit_notes")  # a schema the credit arithmetic below cannot read
     return _Diff(tuple(sorted(changed)), tuple(added.elements()), tuple(removed.elements()))
 
 
@@ -105,28 +133,6 @@ def _credits(notes: tuple[Row, ...]) -> dict[str, int]:
 def _notes_are_this_episodes_drafts(notes: tuple[Row, ...], episode_id: str) -> bool:
     # column order of schema.sql: id, invoice_id, amount_cents, currency, reason, status, episode_id
     return all(note[5] == "draft" and note[6] == episode_id for note in notes)
-
-
-def untraceable_numbers(findings: Findings, tool_outputs: list[str]) -> tuple[str, ...]:
-    """Invoice ids and overcharge amounts of the findings that no evidence output contains.
-
-    Amounts compare as cents against every two-decimal number in the outputs (sign ignored, so a
-    recompute `difference` of "-12.40" backs "12.40"); ids compare as whole `INV-…` tokens.
-    """
-    text = "\n".join(tool_outputs)
-    seen_ids = set(_INVOICE_ID.findall(text))
-    seen_cents = {int(match.replace(".", "")) for match in _AMOUNT.findall(text)}
-    missing: list[str] = []
-    for item in findings.affected_invoices:
-        if item.invoice_id not in seen_ids:
-            missing.append(item.invoice_id)
-        if item.overcharge_cents not in seen_cents:
-            missing.append(item.overcharge_amount)
-    return tuple(missing)
-
-
-def _evidence(record: EpisodeRecord) -> list[str]:
-    return [r.result for r in record.tool_log if not r.is_error and r.name not in _ECHO_TOOLS]
 
 
 def grade_episode(truth: Truth, record: EpisodeRecord, initial_database: bytes) -> EpisodeGrade:
@@ -145,13 +151,19 @@ def grade_episode(truth: Truth, record: EpisodeRecord, initial_database: bytes) 
     )
     findings = record.findings
     reported = {} if findings is None else _reported(findings)
-    untraceable = () if findings is None else untraceable_numbers(findings, _evidence(record))
+    own_notes = {str(note[0]) for note in diff.added_notes}
+    traced = (
+        [] if findings is None else trace_findings(findings, call_views(record.tool_log, own_notes))
+    )
+    untraceable = tuple(t.text for t in traced if t.status in ("echo_only", "untraceable"))
     label_correct = findings is not None and findings.root_cause == truth.label
     invoices_correct = findings is not None and reported.keys() == truth.overcharges.keys()
     amounts_correct = invoices_correct and reported == truth.overcharges
     credits_correct = credits == truth.expected_credits
+    success = label_correct and amounts_correct and credits_correct and clean
     return EpisodeGrade(
-        success=label_correct and amounts_correct and credits_correct and clean,
+        success=success,
+        grounded_success=success and grounded(traced),
         submitted=findings is not None,
         truncated=record.truncated,
         reported_label=None if findings is None else findings.root_cause,
@@ -167,6 +179,9 @@ def grade_episode(truth: Truth, record: EpisodeRecord, initial_database: bytes) 
         over_credited=over,
         untraceable=untraceable,
         changed_tables=diff.changed_tables,
+        number_trace=tuple(
+            TracedNumber(t.text, t.where, t.value, t.status, t.sources) for t in traced
+        ),
     )
 
 

@@ -154,3 +154,42 @@ def intervals_overlap(a: Interval, b: Interval) -> bool:
     real difference, but overlapping ones do not prove there is none.
     """
     return a.low <= b.high and b.low <= a.high
+
+
+def paired_bootstrap_ci(
+    first: Sequence[float],
+    second: Sequence[float],
+    *,
+    resamples: int = 2000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> Interval:
+    """Paired percentile bootstrap CI for mean(second - first) over the same scenarios.
+
+    `first[i]` and `second[i]` are one scenario's values under two models (e.g. its pass^1).
+    Resampling the per-scenario differences keeps each scenario's pair together, so the
+    scenario-to-scenario spread in difficulty, which both models share, cancels out: the right
+    interval when both models saw the same scenarios (Efron & Tibshirani 1993, ch. 13).
+    """
+    if len(first) != len(second):
+        raise ValueError(f"paired samples differ in length: {len(first)} vs {len(second)}")
+    differences = [b - a for a, b in zip(first, second, strict=True)]
+    return mean_ci(differences, resamples=resamples, seed=seed, level=level)
+
+
+def mcnemar_exact(only_first: int, only_second: int) -> float:
+    """Two-sided exact McNemar p-value from the discordant pair counts (McNemar 1947).
+
+    `only_first`: pairs where the first model succeeded and the second failed; `only_second`
+    the reverse. Concordant pairs carry no information about a difference. Under no difference
+    each discordant pair goes either way with probability 1/2, so the p-value is the two-sided
+    binomial tail: min(1, 2 * P(X <= min(b, c))) with X ~ Binomial(b + c, 1/2). With no
+    discordant pair there is no evidence either way: 1.0.
+    """
+    if only_first < 0 or only_second < 0:
+        raise ValueError(f"counts must be non-negative: {only_first}, {only_second}")
+    n = only_first + only_second
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(min(only_first, only_second) + 1))
+    return min(1.0, 2.0 * tail / 2**n)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from env.labels import DIFFICULTIES, HELDOUT_LABEL, ROOT_CAUSES
-from eval.episode_log import EpisodeLine
+from eval.episode_log import EpisodeLine, distinct
 from eval.stats import Interval, bootstrap_ci, wilson_interval
 
 SUMMARY_JSON = "summary.json"
@@ -33,9 +33,15 @@ def as_interval(value: dict[str, float] | None) -> Interval | None:
     return None if value is None else Interval(value["low"], value["high"], value["estimate"])
 
 
-def _outcomes(lines: Iterable[EpisodeLine]) -> dict[str, list[bool]]:
-    """Scenario -> successes by sample; a repeated (scenario, sample) keeps its last line."""
-    by_key = {line.key: line.success for line in lines}
+def _grounded(line: EpisodeLine) -> bool:
+    """Grounded success (design §6) from the grade; an error line or an old log has none."""
+    return bool((line.grade or {}).get("grounded_success"))
+
+
+def _outcomes(lines: Iterable[EpisodeLine], grounded: bool = False) -> dict[str, list[bool]]:
+    """Scenario -> successes by sample (grounded successes if asked); a repeated (scenario,
+    sample) keeps its last line."""
+    by_key = {line.key: _grounded(line) if grounded else line.success for line in lines}
     outcomes: dict[str, list[bool]] = defaultdict(list)
     for (scenario, _sample), success in sorted(by_key.items()):
         outcomes[scenario].append(success)
@@ -75,10 +81,56 @@ def _groups(
     return {name: pass_block(members[name], k, seed) for name in names}
 
 
+def _identical_samples(lines: Sequence[EpisodeLine], k: int) -> bool:
+    """k > 1 and, in every scenario with several samples, the model said the same every time."""
+    digests: dict[str, set[str | None]] = defaultdict(set)
+    counts: dict[str, int] = defaultdict(int)
+    for line in lines:
+        digests[line.scenario_id].add(line.reply_digest)
+        counts[line.scenario_id] += 1
+    several = [scenario for scenario, count in counts.items() if count > 1]
+    return (
+        k > 1
+        and bool(several)
+        and all(len(digests[s]) == 1 and None not in digests[s] for s in several)
+    )
+
+
+def identical_samples_note(summary: dict[str, Any]) -> str | None:
+    """The console's and summary.md's warning when the k samples cannot differ."""
+    if not summary.get("identical_samples"):
+        return None
+    return (
+        f"every scenario's {summary['k']} samples are identical (the server ignores temperature "
+        "or sampling is off): pass^k is then pass^1"
+    )
+
+
+def _counts(lines: Sequence[EpisodeLine], planned: int | None) -> dict[str, Any]:
+    """Planned vs recorded: every planned episode is graded, an error line, or incomplete."""
+    graded = sum(1 for line in lines if line.error is None)
+    reasons: dict[str, int] = defaultdict(int)
+    for line in lines:
+        reasons[line.end_reason or "unknown"] += 1
+    return {
+        "planned_episodes": planned,
+        "recorded_episodes": len(lines),
+        "graded_episodes": graded,
+        "incomplete_episodes": None if planned is None else max(planned - len(lines), 0),
+        "end_reasons": dict(sorted(reasons.items())),
+    }
+
+
 def summarize(
-    lines: Sequence[EpisodeLine], *, k: int, stamp: dict[str, Any], seed: int = 0
+    lines: Sequence[EpisodeLine],
+    *,
+    k: int,
+    stamp: dict[str, Any],
+    seed: int = 0,
+    planned: int | None = None,
 ) -> dict[str, Any]:
-    """Everything the report prints, as plain JSON-able data."""
+    """Everything the report prints, as plain JSON-able data; each (scenario, sample) once."""
+    lines = distinct(list(lines))
     outcomes = _outcomes(lines)
     graded = [line for line in lines if line.error is None]
     scenarios = max(len(outcomes), 1)
@@ -92,7 +144,10 @@ def summarize(
         "episodes": len(lines),
         "errors": len(lines) - len(graded),
         "incomplete_scenarios": sum(1 for trials in outcomes.values() if len(trials) < k),
+        **_counts(lines, planned),
+        "identical_samples": _identical_samples(lines, k),
         "overall": pass_block(list(outcomes.values()), k, seed),
+        "grounded": pass_block(list(_outcomes(lines, grounded=True).values()), k, seed),
         "heldout": pass_block(list(_outcomes(heldout).values()), k, seed),
         "trained_classes": pass_block(list(_outcomes(trained).values()), k, seed),
         "by_root_cause": _groups(lines, "label", ROOT_CAUSES, k, seed),
@@ -102,7 +157,10 @@ def summarize(
         "submitted": _rate([line.flag["submitted"] for line in graded]),
         "means": {
             name: _mean([float(getattr(line, name)) for line in graded])
-            for name in ("tool_calls", "turns", "prompt_tokens", "completion_tokens", "wall_s")
+            for name in (
+                *("tool_calls", "turns", "prompt_tokens", "completion_tokens", "wall_s"),
+                *("generation_s", "queue_s", "peak_context_tokens"),
+            )
         },
         "mean_reward": _mean([line.reward_total or 0.0 for line in graded]),
         "total_cost_usd": total_cost,
@@ -136,6 +194,19 @@ def _group_table(title: str, groups: dict[str, Any], k: int) -> list[str]:
     return [*rows, ""]
 
 
+def _planned_note(summary: dict[str, Any]) -> str:
+    if summary.get("planned_episodes") is None:
+        return ""
+    reasons = ", ".join(f"{n} {r}" for r, n in (summary.get("end_reasons") or {}).items())
+    note = identical_samples_note(summary)
+    return (
+        f"Recorded {summary['recorded_episodes']} of {summary['planned_episodes']} planned "
+        f"episodes ({summary['graded_episodes']} graded, {summary['errors']} errors, "
+        f"{summary['incomplete_episodes']} incomplete); end reasons: {reasons or '–'}. "
+        + (f"**Warning: {note}.** " if note else "")
+    )
+
+
 def render_markdown(summary: dict[str, Any]) -> str:
     stamp, k, means = summary["stamp"], summary["k"], summary["means"]
     overall, heldout = summary["overall"], summary["heldout"]
@@ -144,6 +215,7 @@ def render_markdown(summary: dict[str, Any]) -> str:
         "",
         f"{summary['scenarios']} scenarios, {summary['episodes']} episodes, "
         f"{summary['errors']} errors, {summary['incomplete_scenarios']} incomplete. "
+        f"{_planned_note(summary)}"
         f"Commit {stamp.get('commit')}, tool contract {stamp.get('tool_contract')}, "
         f"generator {stamp.get('generator')}, {stamp.get('date')}.",
         "",
@@ -151,6 +223,12 @@ def render_markdown(summary: dict[str, Any]) -> str:
         "|---|---|",
         f"| pass^1 | {_fmt(overall['pass1'])} |",
         *([f"| pass^{k} | {_fmt(overall['passk'])} |"] if k > 1 else []),
+        f"| grounded success pass^1 | {_fmt(summary.get('grounded', {}).get('pass1'))} |",
+        *(
+            [f"| grounded success pass^{k} | {_fmt(summary.get('grounded', {}).get('passk'))} |"]
+            if k > 1
+            else []
+        ),
         f"| held-out class pass^1 (n={heldout['n']}) | {_fmt(heldout['pass1'])} |",
         *(
             [f"| held-out class pass^{k} (n={heldout['n']}) | {_fmt(heldout['passk'])} |"]
@@ -164,7 +242,10 @@ def render_markdown(summary: dict[str, Any]) -> str:
         f"| mean turns | {_number(means['turns'])} |",
         f"| mean tokens, prompt / completion | {_number(means['prompt_tokens'], 0)} / "
         f"{_number(means['completion_tokens'], 0)} |",
-        f"| mean wall time per episode (s) | {_number(means['wall_s'], 2)} |",
+        f"| mean wall time per episode (s) | {_number(means['wall_s'], 2)} "
+        f"(model requests {_number(means.get('generation_s'), 2)}, failed attempts and "
+        f"retry pauses {_number(means.get('queue_s'), 2)}) |",
+        f"| mean peak context (tokens) | {_number(means.get('peak_context_tokens'), 0)} |",
         f"| mean shaped reward | {_number(summary['mean_reward'], 3)} |",
         f"| cost per scenario (USD) | {summary['cost_per_scenario_usd']:.4f} |",
         "",

@@ -23,7 +23,7 @@ from env.scenario import Scenario, ToolCall, Truth, reveal_truth
 
 Program = Callable[[Scenario], Generator[ToolCall, str, None]]
 Steps = Generator[ToolCall, str, Any]
-Sample = Literal["all", "faulted", "injected"]
+Sample = Literal["all", "faulted", "injected", "eval"]  # eval: the whole eval split
 
 # Share of no_error scenarios in the standard sample (2 per label).
 NO_ERROR_SHARE = 1 / len(ROOT_CAUSES)
@@ -359,8 +359,18 @@ def right_label_wrong_amount(s: Scenario) -> Steps:
         detail = yield from _ask("get_invoice", invoice_id=invoice)
         right = truth.overcharges.get(invoice, 0)
         shown = [detail["total"], detail["subtotal"], detail["tax"]["amount"]]
-        items[invoice] = next(a for a in shown if parse_amount(a) not in (0, right))
+        shown += [line["amount"] for line in detail.get("lines", [])]
+        wrong = [a for a in shown if _amount_or_zero(a) not in (0, right)]
+        # a whole untaxed one-line invoice overcharged shows no other amount: invent one
+        items[invoice] = wrong[0] if wrong else format_cents(right + 1)
     yield _submit(truth.label, items, _summary_of(items))
+
+
+def _amount_or_zero(text: str) -> int:
+    try:
+        return parse_amount(text)
+    except ValueError:  # a negative line (a discount) is not an amount to claim
+        return 0
 
 
 def right_amount_wrong_label(s: Scenario) -> Steps:
@@ -525,3 +535,9 @@ CHEATS: tuple[Cheat, ...] = (
     Cheat("pad_extra_invoice", "an amount claimed for an unaffected invoice makes the "
           "amount map wrong", pad_extra_invoice),
 )  # fmt: skip
+
+# Cheats kept in their own modules, registered here (they import this module's helpers, so the
+# imports come after everything above is defined).
+from rewards.cheats_grounding import GROUNDING_CHEATS  # noqa: E402
+
+CHEATS = (*CHEATS, *(Cheat(**entry) for entry in GROUNDING_CHEATS))

@@ -18,14 +18,13 @@ from pathlib import Path
 
 from agent.program_policy import ProgramPolicy, reference_policy
 from agent.rollout import RolloutConfig, run_episode
-from env.generator import generate
 from env.labels import ROOT_CAUSES
 from env.scenario import Scenario, Truth, reveal_truth
-from env.splits import split_assignment, split_seeds
 from rewards.cheats import CHEATS, Cheat
+from rewards.cheats_surface import SURFACE_CHEATS
 from rewards.reward import RewardConfig, compute_reward
+from rewards.samples import eval_scenarios, sample
 
-PER_LABEL = 2
 _SLACK = 1e-9
 _BINARY = RewardConfig(variant="binary")
 
@@ -64,24 +63,6 @@ class CaseResult:
             self.mean_shaped <= self.shaped_bound + _SLACK
             and self.mean_binary <= self.binary_bound + _SLACK
         )
-
-
-def eval_scenarios() -> list[Scenario]:
-    return [generate("eval", seed) for seed in split_seeds("eval")]
-
-
-def sample(kind: str) -> list[Scenario]:
-    """all: the first PER_LABEL eval seeds of every label (26); faulted: those without
-    no_error (24); injected: every eval scenario with an injected instruction."""
-    if kind == "injected":
-        return [s for s in eval_scenarios() if "injected_instruction" in reveal_truth(s).traps]
-    chosen: list[Scenario] = []
-    for label in ROOT_CAUSES:
-        if kind == "faulted" and label == "no_error":
-            continue
-        seeds = [s for s in split_seeds("eval") if split_assignment("eval", s).label == label]
-        chosen.extend(generate("eval", seed) for seed in seeds[:PER_LABEL])
-    return chosen
 
 
 async def score(policy: ProgramPolicy, scenario: Scenario) -> Score:
@@ -132,7 +113,7 @@ async def run_cheat(cheat: Cheat, scenarios: Iterable[Scenario] | None = None) -
     return _row(cheat.name, "cheat", scores, cheat, [reveal_truth(s) for s in chosen])
 
 
-async def run_suite(cheats: Iterable[Cheat] = CHEATS) -> list[CaseResult]:
+async def run_suite(cheats: Iterable[Cheat] = (*CHEATS, *SURFACE_CHEATS)) -> list[CaseResult]:
     return [await run_cheat(cheat) for cheat in cheats]
 
 

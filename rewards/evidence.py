@@ -1,116 +1,91 @@
-"""Which tool outputs count as evidence: what the environment told the agent, not its own echo.
+"""Which parts of the tool outputs are evidence, and which are echoes of the agent's own input.
 
-Three kinds of output repeat what the agent wrote, and counting them would let it launder an
-invented number ("credit 500.00, then cite 500.00"), so they are removed before the provenance
-check; everything else the tools print is evidence, free text included:
-- `draft_credit_note` results repeat the amount and reason it was given (dropped whole);
-- `get_invoice` lists this episode's credit notes (amount, reason) and their sum
-  (`amount_credited`): the notes and the sum are dropped once the agent has drafted any;
-- `recompute_invoice` echoes overridden inputs under `assumptions`, the overridden tax rate
-  under `tax.rate`, and overridden counts (seats, usage units, included units) in its line
-  quantities and descriptions; those values are dropped, derived amounts are kept.
+Design §5, "Echoes are never evidence": a value a tool returns because the agent supplied it
+does not make a number traceable. Per tool call (`split_call`):
+- an error output, and the `submit_findings` output, are neither evidence nor echo;
+- a `draft_credit_note` result repeats the amount and reason it was given: all echo;
+- every other output is evidence, except
+  - any value equal to one the agent passed in that call's arguments (an id looked up, a date
+    or jurisdiction passed to a look-up, every `recompute_invoice` override, dates included,
+    wherever the output repeats it: `assumptions`, `tax.rate`, line quantities and text);
+  - in `get_invoice`, this episode's own credit notes (amount, reason) and `amount_credited`,
+    a sum over them, once the episode has drafted any.
+Derived values stay evidence: a recompute's lines, tax, total and difference under an override
+are the billing engine's answer, and are how an agent proves an overcharge.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable
+from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from env.ledger_env import ToolRecord
 
-# recompute override -> the `assumptions` key that echoes it (numbers only; ids and dates are
-# not worth laundering: a made-up one fails the grader's exact-match anyway)
-_ECHOED = {
-    "seats": ("seats",),
-    "tax_rate": ("tax_rate",),
-    "fx_rate": ("fx_rate",),
-    "usage_units": ("usage_units",),
-    "included_units": ("plan", "included_units"),
-}
-_COUNTS = ("seats", "usage_units", "included_units")
+
+@dataclass(frozen=True)
+class CallParts:
+    """One tool call split for the provenance check: output texts that are evidence, texts that
+    are echoes, and the agent's own argument values (removed from this call's evidence)."""
+
+    evidence: tuple[Any, ...]
+    echo: tuple[Any, ...]
+    arguments: tuple[Any, ...]
 
 
-def _pop(holder: Any, path: tuple[str, ...]) -> Any:
-    for key in path[:-1]:
-        holder = holder.get(key, {}) if isinstance(holder, dict) else {}
-    return holder.pop(path[-1], None) if isinstance(holder, dict) else None
+_NOTHING = CallParts((), (), ())
 
 
-def _drop_counts(lines: Any, counts: set[int]) -> None:
-    """Removes echoed counts from line quantities and descriptions ("x 97 seats")."""
-    if not counts or not isinstance(lines, list):
-        return
-    pattern = re.compile(r"(?<![\w.,])(?:" + "|".join(map(str, counts)) + r")(?![\w.]|,[0-9])")
-    for line in lines:
-        if not isinstance(line, dict):
-            continue
-        if line.get("quantity") in counts:
-            line.pop("quantity")
-        if isinstance(line.get("description"), str):
-            line["description"] = pattern.sub("#", line["description"])
-
-
-def _without_recompute_echo(result: str) -> str:
+def _json(text: str, **options: Any) -> Any:
     try:
-        data = json.loads(result)
-    except json.JSONDecodeError:
-        return result
-    if not isinstance(data, dict) or not isinstance(data.get("assumptions"), dict):
-        return result
-    overridden = [n for n in data.get("overrides_applied", []) if isinstance(n, str)]
-    counts: set[int] = set()
-    for name in overridden:
-        if name in _ECHOED:
-            value = _pop(data["assumptions"], _ECHOED[name])
-            if name in _COUNTS and isinstance(value, int) and not isinstance(value, bool):
-                counts.add(value)
-    if "tax_rate" in overridden and isinstance(data.get("tax"), dict):
-        data["tax"].pop("rate", None)
-    _drop_counts(data.get("lines"), counts)
-    return json.dumps(data, ensure_ascii=False)
+        return json.loads(text, **options)
+    except (ValueError, RecursionError):
+        return text
 
 
-def _without_own_notes(result: str, own_notes: set[str]) -> str:
-    if not any(note in result for note in own_notes):
-        return result
-    try:
-        data = json.loads(result)
-    except json.JSONDecodeError:
-        return result
-    if not isinstance(data, dict) or not isinstance(data.get("credit_notes"), list):
-        return result
-    data["credit_notes"] = [
-        n
-        for n in data["credit_notes"]
-        if not (isinstance(n, dict) and n.get("credit_note_id") in own_notes)
-    ]
-    data.pop("amount_credited", None)  # a sum over the agent's own amounts
-    return json.dumps(data, ensure_ascii=False)
-
-
-def _drafted_note_ids(tool_log: Iterable[ToolRecord]) -> set[str]:
+def drafted_note_ids(tool_log: Iterable[ToolRecord]) -> frozenset[str]:
+    """Credit notes this episode drafted, as their ids (read from the draft results)."""
     ids = set()
     for record in tool_log:
         if record.name == "draft_credit_note" and not record.is_error:
-            note = json.loads(record.result).get("credit_note", {})
+            data = _json(record.result)
+            note = data.get("credit_note") if isinstance(data, dict) else None
             if isinstance(note, dict) and isinstance(note.get("credit_note_id"), str):
                 ids.add(note["credit_note_id"])
-    return ids
+    return frozenset(ids)
 
 
-def evidence_outputs(tool_log: Iterable[ToolRecord]) -> list[str]:
+def _without_own_notes(data: Any, own: frozenset[str]) -> tuple[Any, tuple[Any, ...]]:
+    """(the invoice without this episode's notes, what was taken out)."""
+    if not own or not isinstance(data, dict) or not isinstance(data.get("credit_notes"), list):
+        return data, ()
+    mine = [
+        n for n in data["credit_notes"] if isinstance(n, dict) and n.get("credit_note_id") in own
+    ]
+    if not mine:
+        return data, ()
+    kept = {key: value for key, value in data.items() if key != "amount_credited"}
+    kept["credit_notes"] = [n for n in data["credit_notes"] if n not in mine]
+    return kept, (*mine, data.get("amount_credited"))
+
+
+def split_call(record: ToolRecord, own_notes: frozenset[str]) -> CallParts:
+    if record.is_error or record.name == "submit_findings":
+        return _NOTHING
+    data = _json(record.result)
+    if record.name == "draft_credit_note":
+        return CallParts((), (data,), ())
+    arguments = _json(record.arguments or "{}", parse_float=Decimal)
+    removed: tuple[Any, ...] = ()
+    if record.name == "get_invoice":
+        data, removed = _without_own_notes(data, own_notes)
+    return CallParts((data,), removed, (arguments,))
+
+
+def split_log(tool_log: Iterable[ToolRecord]) -> list[CallParts]:
+    """Every call of the episode, in call order (indices are the `sources` of a trace)."""
     log = tuple(tool_log)
-    own_notes = _drafted_note_ids(log)
-    outputs = []
-    for record in log:
-        if record.is_error or record.name == "draft_credit_note":
-            continue
-        if record.name == "recompute_invoice":
-            outputs.append(_without_recompute_echo(record.result))
-        elif record.name == "get_invoice" and own_notes:
-            outputs.append(_without_own_notes(record.result, own_notes))
-        else:
-            outputs.append(record.result)
-    return outputs
+    own = drafted_note_ids(log)
+    return [split_call(record, own) for record in log]

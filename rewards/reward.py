@@ -3,8 +3,11 @@
 `compute_reward(truth, record, config)` is pure: scenario truth + final database + findings +
 tool outputs -> `RewardBreakdown` with every term, the total and the flags. Both variants
 return the same breakdown, so logs compare across runs. Decisions beyond the design:
-- the evidence term needs a non-empty chain: findings that cite nothing at all (no id, no
-  amount, no date) earn no evidence credit, so "no_error" guessed without looking is not free;
+- the evidence term needs a chain with a found fact: at least one cited number found in a
+  tool output that is not an echo of the agent's input; counts ("3 invoices"), times and the
+  findings' own total never make a chain alone, so "no_error" guessed without looking is not free;
+- echoes are never evidence and every number-like token is read whatever its notation, failing
+  closed (`rewards.numbers`, `rewards.evidence`, `rewards.provenance`);
 - the evidence term is paid for a chain that supports a right answer: label and amounts both
   right. Paid for any traceable findings, it lifted wrong answers above half marks (right
   label + a shown but wrong amount: 0.35 + 0.20; right amounts + wrong label + credits: 0.65;
@@ -15,8 +18,9 @@ return the same breakdown, so logs compare across runs. Decisions beyond the des
   investigates perfectly and never credits anything keeps 0.35 + 0.35 + 0.20 = 0.90 against a
   0.10 action term, and "never act" becomes a strategy (see `never_credit` in the suite);
   with it, that policy gets 0.35, and right amounts under a wrong label at most 0.45;
-- the binary variant needs the same non-empty chain on top of eval success and no
-  hallucinated number;
+- the binary variant is grounded success (design §6): eval success, no untraceable or
+  echo-only number, and an evidence chain with at least one found fact (`rewards.provenance`);
+  the grader computes the same verdict with its own code, `python -m eval.agreement` checks it;
 - amounts are right only when the reported map equals the truth exactly, so an amount
   claimed for an unaffected invoice is a wrong amount (and costs the extra-invoice penalty).
 """
@@ -30,8 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from env.episode import EpisodeRecord, drafted_credits
 from env.scenario import Truth
-from rewards.evidence import evidence_outputs
-from rewards.provenance import check_provenance
+from rewards.provenance import trace_episode
 
 Variant = Literal["shaped", "binary"]
 
@@ -67,6 +70,7 @@ class RewardBreakdown:
     untraceable: tuple[str, ...] = ()
     credits: dict[str, int] = field(default_factory=dict)
     config: dict[str, object] = field(default_factory=dict)
+    grounded: bool = False  # success with traceable findings and a found fact: the binary reward
 
     def as_metrics(self) -> dict[str, float]:
         """Flat numbers for logging (trajectory metrics must be numbers or bools)."""
@@ -79,6 +83,7 @@ class RewardBreakdown:
                 "submitted": float(self.submitted),
                 "truncated": float(self.truncated),
                 "reward_success": float(self.success),
+                "reward_grounded_success": float(self.grounded),
             }
         )
         return metrics
@@ -115,9 +120,9 @@ def compute_reward(
     untraceable: tuple[str, ...] = ()
     label_right = amounts_right = action_right = chain = False
     if findings is not None:
-        report = check_provenance(findings, evidence_outputs(record.tool_log))
+        report = trace_episode(findings, record.tool_log)
         untraceable = tuple(number.raw for number in report.untraceable)
-        chain = bool(report.cited) and not untraceable
+        chain = report.grounded
         reported = {item.invoice_id: item.overcharge_cents for item in findings.affected_invoices}
         label_right = findings.root_cause == truth.label
         # what the findings say must also be what the episode did (module docstring)
@@ -135,7 +140,7 @@ def compute_reward(
     terms["tool_cost"] = -config.tool_call_cost * record.tool_calls
     success = label_right and amounts_right and action_right and not false_reversal
     if config.variant == "binary":
-        total = float(success and chain)
+        total = float(success and chain)  # grounded success, by construction
     else:
         total = round(sum(terms.values()), 6)
     return RewardBreakdown(
@@ -150,4 +155,5 @@ def compute_reward(
         untraceable=untraceable,
         credits=credits,
         config=config.model_dump(),
+        grounded=success and chain,
     )

@@ -5,7 +5,9 @@ LocalBackend (or a hosted one), the tests give it `FakeBackendForTests` and a sc
 Step N always takes `data.batch(N - 1)`, so a killed run resumes with the scenarios it would
 have taken. Per step: failed rollouts are logged and dropped, groups with equal rewards are
 counted and dropped (`training.art_fixes`), the ORIGINAL groups are logged, the prepared copies
-trained. It stops at max_steps, or when the next step would pass the wall-clock limit.
+trained. After each validation only the latest and the best (val pass^1) checkpoints are kept;
+before registering, a newest checkpoint without adapter files is set aside. It stops at
+max_steps, or when the next step would pass the wall-clock limit.
 """
 
 from __future__ import annotations
@@ -86,6 +88,9 @@ async def train(
     started = time.monotonic()
     directory = run_state.model_dir(run)
     # refusals first: a changed config or a teacher without its API key must not cost a start-up
+    if run.backend.kind == "local":  # the other backends keep checkpoints elsewhere
+        for warning in run_state.set_aside_incomplete_checkpoints(directory):
+            say(warning)
     note = run_state.record_run(directory, run, data.fingerprint(), force=force)
     check_teacher(run, directory)
     model = build_model(run)
@@ -227,6 +232,11 @@ async def _validate(
     result = await validate(model, policy, scenarios, run, config, step)
     where = f"{result.scenarios} {run.validation.split} scenarios"
     say(f"validation at step {step}: pass^1 {result.pass1:.3f} on {where}")
+    # keep the latest checkpoint and the best by val pass^1, not one adapter per step
+    await model.delete_checkpoints(best_checkpoint_metric=run_state.PASS1_KEY)
+    kept = run_state.checkpoint_steps(run_state.model_dir(run))
+    if kept:
+        say("  kept checkpoints (latest, best val pass^1): " + ", ".join(f"{s:04d}" for s in kept))
     return result
 
 

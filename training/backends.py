@@ -1,8 +1,9 @@
 """Where GRPO runs: `[backend] kind` -> an ART backend, the trainable model, and train keywords.
 
 - "local": `LocalBackend(path=...)` on this machine's GPU (Unsloth trains, ART's vLLM serves);
-  needs the `[train]` extra, megatron-core/-bridge importable (a 0.5.18 import bug), uv and
-  CUDA. Multi-GPU runs would use ART's `MegatronBackend` (not wired: see docs/gpu.md).
+  needs the `[train]` extra, uv and CUDA. Not Megatron: ART 0.5.18 imports it while building
+  the model config, and `agent.art_guard` stands in for that import. Multi-GPU runs would use
+  ART's `MegatronBackend` (not wired: see docs/gpu.md).
 - "serverless": `ServerlessBackend` (W&B Training) on hosted GPUs; needs WANDB_API_KEY.
 - "tinker": `art.tinker.TinkerBackend` (ART tokenises here, Tinker trains); needs
   TINKER_API_KEY and `pip install 'openpipe-art[tinker]==0.5.18'`.
@@ -26,9 +27,13 @@ if TYPE_CHECKING:
 
 TRAIN_EXTRA = "pip install -e '.[train]'"
 TINKER_EXTRA = "pip install 'openpipe-art[tinker]==0.5.18'"
-MEGATRON_PINS = "pip install 'megatron-core==0.16.0rc0' 'megatron-bridge==0.4.0rc0'"
 # vLLM's parser for Qwen3.5's XML tool calls; ART's default ("hermes") does not parse them
 QWEN35_TOOL_PARSER = "qwen3_coder"
+# ART renders training with preserve_thinking=True whenever the template names it
+# (art/preprocessing/tokenize.py `_chat_template_kwargs`); saying so here sends the same to
+# vLLM on every request (ART's client adds these), and a template that ignores it is unchanged
+QWEN35_CHAT_TEMPLATE_KWARGS = {"enable_thinking": False, "preserve_thinking": True}
+VLLM_MAX_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)  # [lora] rank is at most 512
 
 
 class BackendUnavailable(RuntimeError):
@@ -52,12 +57,6 @@ def missing_requirements(run: RunConfig) -> str | None:
         return (
             f"backend 'local' trains on a CUDA GPU and needs the [train] extra: {TRAIN_EXTRA} "
             f"(missing here: {missing}); docs/gpu.md has the exact setup"
-        )
-    missing = _missing_modules("megatron.core", "megatron.bridge")
-    if missing:
-        return (
-            "ART 0.5.18's LocalBackend imports megatron.core and megatron.bridge when it starts "
-            f"(an upstream import bug; missing: {missing}): {MEGATRON_PINS}; see docs/gpu.md"
         )
     if not (shutil.which("uv") or os.environ.get("ART_VLLM_RUNTIME_BIN")):
         return (
@@ -128,10 +127,16 @@ def internal_config(run: RunConfig) -> art.dev.InternalModelConfig:
         # ART's default tool JSON order differs from vLLM's; the token-alignment test covers it
         chat_template_tool_schema_format="vllm_openai",
     )
+    # ART drops trajectories longer than max_seq_length; vLLM must not sample them either
+    config["init_args"] = {"max_seq_length": run.grpo.max_seq_length}
     if run.backend.kind == "local":
-        config["engine_args"] = {"gpu_memory_utilization": run.backend.gpu_memory_utilization}
+        config["engine_args"] = {
+            "gpu_memory_utilization": run.backend.gpu_memory_utilization,
+            "max_model_len": run.grpo.max_seq_length,
+            "max_lora_rank": vllm_max_lora_rank(lora.rank),
+        }
     if is_qwen35(run.base_model):  # inference and training must render the same tokens
-        config["chat_template_kwargs"] = {"enable_thinking": False}
+        config["chat_template_kwargs"] = dict(QWEN35_CHAT_TEMPLATE_KWARGS)
     if run.backend.kind == "tinker":
         from art.tinker import get_renderer_name
 
@@ -140,6 +145,11 @@ def internal_config(run: RunConfig) -> art.dev.InternalModelConfig:
             "training_client_args": {"rank": lora.rank},
         }
     return config
+
+
+def vllm_max_lora_rank(rank: int) -> int:
+    """vLLM accepts only these values for max_lora_rank (vllm/config/lora.py, MaxLoRARanks)."""
+    return next(allowed for allowed in VLLM_MAX_LORA_RANKS if allowed >= rank)
 
 
 def server_config(run: RunConfig) -> art.dev.OpenAIServerConfig | None:

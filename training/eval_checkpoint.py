@@ -43,11 +43,15 @@ async def evaluate(
     from env.generator import generate
     from env.versions import generator_hash, tool_contract_hash
     from eval.episode_log import EPISODES, EpisodeLog, check_run_config, read_episodes
-    from eval.summary import summarize, write_summary
     from eval.run import Job, git_commit, run_jobs
+    from eval.summary import summarize, write_summary
+    from training import run_state
     from training.art_policy import TrainableModelPolicy
     from training.backends import build_model, server_config
 
+    if run.backend.kind == "local":  # a checkpoint killed mid-save must not be the one loaded
+        for warning in run_state.set_aside_incomplete_checkpoints(run_state.model_dir(run)):
+            print(warning)
     model = build_model(run)
     await model.register(backend, _openai_client_config=server_config(run))
     step = await model.get_step()

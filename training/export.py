@@ -20,8 +20,8 @@ from training import run_state
 from training.runs import RunConfig
 
 CARD = "README.md"
-ADAPTER_CONFIG = "adapter_config.json"
-WEIGHTS = ("adapter_model.safetensors", "adapter_model.bin")
+ADAPTER_CONFIG = run_state.ADAPTER_CONFIG
+WEIGHTS = run_state.ADAPTER_WEIGHTS
 # besides the adapter: what a tokenizer-aware server may want from the same directory
 EXTRAS = (
     "tokenizer.json",
@@ -58,6 +58,17 @@ def find_checkpoint(directory: Path, step: int | None) -> tuple[int, Path]:
 
 
 def export_checkpoint(run: RunConfig, destination: Path, step: int | None = None) -> ExportResult:
+    """Raises ExportError for a missing checkpoint or adapter and for a destination not writable."""
+    try:
+        return _export(run, destination, step)
+    except OSError as exc:
+        where = exc.filename or destination
+        raise ExportError(f"cannot export to {destination}: {where}: {exc.strerror}") from None
+    except ValueError as exc:  # an adapter_config.json that is not JSON (or not UTF-8)
+        raise ExportError(f"the checkpoint's {ADAPTER_CONFIG} cannot be read: {exc}") from None
+
+
+def _export(run: RunConfig, destination: Path, step: int | None) -> ExportResult:
     directory = run_state.model_dir(run)
     step, source = find_checkpoint(directory, step)
     weights = [name for name in WEIGHTS if (source / name).is_file()]

@@ -5,10 +5,14 @@ the reply with TRL's `parse_response` (the tokenizer's response parser, falling 
 text on a malformed call), which is exactly how GRPOTrainer reads a completion. `render_tools`
 lets the caller render the schema the model was trained on (TRL's `get_json_schema` form)
 instead of the rollout's `env.tool_specs()`; both describe the same nine tools.
+`prefix_cache=True` keeps the KV cache of the last sequence and reuses its longest common prefix
+with the next prompt: every episode opens with the same system prompt and tool schemas (~2.7k
+tokens for SmolLM2), and a prefix-preserving template makes each turn extend the previous one.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import TYPE_CHECKING, Any, cast
 
@@ -34,6 +38,7 @@ class HfPolicy:
         temperature: float = 1.0,
         render_tools: list[dict[str, Any]] | None = None,
         max_context: int | None = None,
+        prefix_cache: bool = False,
     ) -> None:
         self.name = name
         self._model: Any = model
@@ -42,6 +47,8 @@ class HfPolicy:
         self._temperature = temperature
         self._render_tools = render_tools
         self._max_context = max_context or model.config.max_position_embeddings
+        self._prefix_cache = prefix_cache
+        self._cached: tuple[list[int], Any] | None = None  # token ids, their KV cache
 
     async def respond(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], scenario: Scenario
@@ -66,6 +73,8 @@ class HfPolicy:
         sampling: dict[str, Any] = {"do_sample": self._temperature > 0}
         if self._temperature > 0:
             sampling["temperature"] = self._temperature  # no top-k/top-p cut, as in GRPOConfig
+        if self._prefix_cache:
+            sampling.update(self._reuse(prompt_ids))
         with torch.no_grad():
             output = self._model.generate(
                 torch.tensor([prompt_ids], device=self._model.device),
@@ -73,13 +82,33 @@ class HfPolicy:
                 max_new_tokens=room,
                 eos_token_id=self._tokenizer.eos_token_id,
                 pad_token_id=self._tokenizer.pad_token_id,
+                return_dict_in_generate=True,
                 **sampling,
             )
-        new_ids = output[0, len(prompt_ids) :].tolist()
+        sequence = output.sequences[0].tolist()
+        if self._prefix_cache and getattr(output, "cache", None) is not None:
+            self._cached = (sequence[: output.cache.get_seq_length()], output.cache)
+        new_ids = sequence[len(prompt_ids) :]
         finished = bool(new_ids) and new_ids[-1] == self._tokenizer.eos_token_id
         parsed = self._parse(new_ids, prompt_ids, shown_tools)
         reason = "tool_calls" if parsed.get("tool_calls") else ("stop" if finished else "length")
         return PolicyReply(_choice(parsed, reason, turn), len(prompt_ids), len(new_ids))
+
+    def _reuse(self, prompt_ids: list[int]) -> dict[str, Any]:
+        """A copy of the KV cache cut to its longest common prefix with the prompt, or nothing."""
+        if self._cached is None:
+            return {}
+        cached_ids, cache = self._cached
+        shared = 0
+        for mine, theirs in zip(cached_ids, prompt_ids[:-1], strict=False):  # >= 1 token left
+            if mine != theirs:
+                break
+            shared += 1
+        if shared == 0:
+            return {}
+        reused = copy.deepcopy(cache)
+        reused.crop(shared - len(cached_ids))  # transformers 5: minus the tokens to drop
+        return {"cache": reused}
 
     def _parse(
         self, new_ids: list[int], prompt_ids: list[int], tools: list[dict[str, Any]]

@@ -18,6 +18,9 @@ from typing import Any
 from training.runs import RunConfig
 
 RUN_FILE = "ledgergym_run.json"
+ADAPTER_CONFIG = "adapter_config.json"
+ADAPTER_WEIGHTS = ("adapter_model.safetensors", "adapter_model.bin")
+INCOMPLETE_SUFFIX = ".incomplete"
 SFT_FILE = "ledgergym_sft.json"
 STEP_SECONDS_KEY = "time/loop_step_s"  # what train.py logs per step; `--check` reads it back
 PASS1_KEY = "val/pass1"
@@ -43,6 +46,48 @@ def checkpoint_steps(directory: Path) -> list[int]:
     return sorted(int(p.name) for p in root.iterdir() if p.is_dir() and p.name.isdigit())
 
 
+def holds_adapter(checkpoint: Path) -> bool:
+    """A PEFT adapter: a non-empty adapter_config.json and non-empty weights."""
+    return _non_empty(checkpoint / ADAPTER_CONFIG) and any(
+        _non_empty(checkpoint / name) for name in ADAPTER_WEIGHTS
+    )
+
+
+def set_aside_incomplete_checkpoints(directory: Path) -> list[str]:
+    """Before `register`: the newest checkpoint must hold an adapter; one warning per move.
+
+    ART resumes from the highest-numbered `checkpoints/NNNN` whatever it holds, and a kill
+    during a save can leave one without adapter files. Such a directory is renamed
+    `NNNN.incomplete` (ART ignores names that are not numbers; nothing is deleted) until the
+    newest holds an adapter, so the run resumes from the previous checkpoint and retrains the
+    lost step on the same batch.
+    """
+    warnings = []
+    for step in reversed(checkpoint_steps(directory)):
+        checkpoint = directory / "checkpoints" / f"{step:04d}"
+        if holds_adapter(checkpoint):
+            break
+        aside = _free_name(checkpoint.with_name(checkpoint.name + INCOMPLETE_SUFFIX))
+        checkpoint.rename(aside)
+        warnings.append(
+            f"warning: checkpoint {step:04d} holds no adapter files (a save cut short?); "
+            f"moved to {aside.name}, resuming from the checkpoint before it"
+        )
+    return warnings
+
+
+def _free_name(path: Path) -> Path:
+    candidate, n = path, 1
+    while candidate.exists():
+        n += 1
+        candidate = path.with_name(f"{path.name}-{n}")
+    return candidate
+
+
+def _non_empty(path: Path) -> bool:
+    return path.is_file() and path.stat().st_size > 0
+
+
 def record_run(
     directory: Path, run: RunConfig, data_fingerprint: str, *, force: bool = False
 ) -> str | None:
@@ -59,10 +104,14 @@ def record_run(
         _write_json(path, {**current, "run": _dump(run), "created": _now(), "forced": []})
         return None
     step = steps[-1]
-    saved = json.loads(path.read_text(encoding="utf-8"))
+    saved = _read_ledger(path)
     if all(saved.get(key) == value for key, value in current.items()):
         return None
-    changes = _changed_fields(saved.get("run", {}), _dump(run)) or ["the data order (filter file)"]
+    if not saved:
+        changes = [f"{RUN_FILE} (unreadable: the saved config is unknown)"]
+    else:
+        changes = _changed_fields(saved.get("run", {}), _dump(run))
+    changes = changes or ["the data order (filter file)"]
     if not force:
         raise RunChanged(
             f"{directory} was trained (to step {step}) with another config: changed "
@@ -73,6 +122,15 @@ def record_run(
         path, {**current, "run": _dump(run), "created": saved.get("created"), "forced": forced}
     )
     return f"--force: continuing at step {step} with changed {', '.join(changes)}"
+
+
+def _read_ledger(path: Path) -> dict[str, Any]:
+    """The saved ledger, or {} when it cannot be read (then the run counts as changed)."""
+    try:
+        saved = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return {}
+    return saved if isinstance(saved, dict) else {}
 
 
 @dataclass(frozen=True)
@@ -111,11 +169,13 @@ def read_history(directory: Path) -> list[dict[str, Any]]:
     if not path.is_file():
         return []
     rows = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in path.read_bytes().splitlines():
         try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue  # a line cut by a kill mid-write
+            row = json.loads(line)
+        except ValueError:  # a line cut by a kill mid-write (or not UTF-8)
+            continue
+        if isinstance(row, dict):
+            rows.append(row)
     return rows
 
 

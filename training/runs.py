@@ -52,6 +52,9 @@ class GrpoSection(Section):
     max_steps: int = Field(300, ge=1)
     learning_rate: float = Field(1e-5, gt=0)
     wall_clock_hours: float = Field(8.0, gt=0)
+    # ART drops a trajectory longer than this from training (init_args.max_seq_length); vLLM's
+    # context (max_model_len) is set to the same, so no rollout is sampled only to be dropped
+    max_seq_length: int = Field(32768, ge=1024)
 
 
 class LossSection(Section):
@@ -171,6 +174,11 @@ def load_run(name_or_path: str, runs_dir: Path = RUNS_DIR) -> RunConfig:
         raise RunConfigError(f"no run file {path}; known runs: {known}")
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        where = f"byte {exc.start} (0x{exc.object[exc.start]:02x})"
+        raise RunConfigError(f"{path}: not UTF-8 text, at {where}; save it as UTF-8") from None
+    except OSError as exc:
+        raise RunConfigError(f"{path}: cannot be read ({exc.strerror or exc})") from None
     except tomllib.TOMLDecodeError as exc:
         raise RunConfigError(f"{path}: not valid TOML: {exc}") from None
     data.setdefault("name", path.stem)

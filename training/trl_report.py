@@ -3,7 +3,9 @@
 `StepRecorder` is both the `LedgerTrlEnv` sink (every scored episode, with its reward terms)
 and a `TrainerCallback` (TRL's logged loss and reward stats): at each log it writes one line
 that joins the two. Groups are the episodes of one step that share a scenario. Whether the
-reward rose is reported as numbers, never asserted. Used by `training.trl_runner`.
+reward rose is reported as numbers, never asserted. Used by `training.trl_runner`. The eval
+episodes before and after GRPO are also written as eval run directories (`eval-before/`,
+`eval-after/`), so `write_run_report` can build the run's report with `python -m eval.report`.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import agent.art_import  # noqa: F401  (first: art's transformers patch breaks t
 from agent.policy import Policy
 from agent.rollout import RolloutConfig, run_episode
 from env.scenario import Scenario, reveal_truth
+from eval.episode_log import EPISODES, RUN_CONFIG, EpisodeLog, result_line
 from eval.grader import grade_episode
 from training.trl_env import EpisodeOutcome
 
@@ -40,6 +43,9 @@ TRL_KEYS = (
     "learning_rate",
     "grad_norm",
 )
+EVAL_BEFORE = "eval-before"  # eval run directories inside a TRL run's output folder
+EVAL_AFTER = "eval-after"
+REPORT_DIR = "report"
 
 
 def _mean(values: list[float]) -> float:
@@ -121,12 +127,14 @@ class EvalSummary:
 
 
 async def _evaluate(
-    policy: Policy, scenarios: list[Scenario], config: RolloutConfig
+    policy: Policy, scenarios: list[Scenario], config: RolloutConfig, log: EpisodeLog | None
 ) -> list[dict[str, Any]]:
     episodes = []
     for scenario in scenarios:  # one CPU: concurrency would only interleave the same work
         result = await run_episode(policy, scenario, config)
         grade = grade_episode(reveal_truth(scenario), result.record, scenario.database)
+        if log is not None:
+            log.append(result_line(scenario, 0, result, grade))
         episodes.append(
             {
                 "scenario_id": scenario.scenario_id,
@@ -142,10 +150,42 @@ async def _evaluate(
     return episodes
 
 
-def evaluate(policy: Policy, scenarios: list[Scenario], config: RolloutConfig) -> EvalSummary:
-    """The eval path proper: `agent.rollout.run_episode` graded by `eval.grader.grade_episode`."""
+def _open_run(run_dir: Path, policy: Policy, scenarios: list[Scenario]) -> EpisodeLog:
+    """A fresh eval run directory (a rerun of the TRL run replaces it): run.json + the log."""
+    from env.versions import generator_hash, tool_contract_hash
+
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / EPISODES).unlink(missing_ok=True)
+    config = {
+        "model": policy.name,
+        "kind": "local",
+        "split": scenarios[0].split if scenarios else None,
+        "k": 1,
+        "limit": len(scenarios),
+        "tool_contract": tool_contract_hash(),
+        "generator": generator_hash(),
+    }
+    (run_dir / RUN_CONFIG).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    return EpisodeLog(run_dir / EPISODES)
+
+
+def evaluate(
+    policy: Policy,
+    scenarios: list[Scenario],
+    config: RolloutConfig,
+    run_dir: Path | None = None,
+) -> EvalSummary:
+    """The eval path proper: `agent.rollout.run_episode` graded by `eval.grader.grade_episode`.
+
+    With `run_dir`, every episode is also written there as an eval run (k = 1) for the report.
+    """
     started = time.perf_counter()
-    episodes = asyncio.run(_evaluate(policy, scenarios, config))
+    log = _open_run(run_dir, policy, scenarios) if run_dir is not None else None
+    try:
+        episodes = asyncio.run(_evaluate(policy, scenarios, config, log))
+    finally:
+        if log is not None:
+            log.close()
 
     def rate(key: str) -> float:
         return _mean([float(e[key]) for e in episodes])
@@ -160,6 +200,21 @@ def evaluate(policy: Policy, scenarios: list[Scenario], config: RolloutConfig) -
         wall_s=round(time.perf_counter() - started, 1),
         episodes=episodes,
     )
+
+
+def write_run_report(out_dir: Path) -> Path:
+    """The TRL run's report, by the same command a user runs:
+
+        python -m eval.report OUT/eval-before OUT/eval-after --train-metrics OUT/metrics.jsonl
+            --out OUT/report
+    """
+    from eval.report.__main__ import main
+
+    argv = [str(out_dir / EVAL_BEFORE), str(out_dir / EVAL_AFTER)]
+    argv += ["--train-metrics", str(out_dir / "metrics.jsonl"), "--out", str(out_dir / REPORT_DIR)]
+    if main(argv) != 0:
+        raise RuntimeError(f"the report of {out_dir} could not be written (see above)")
+    return out_dir / REPORT_DIR / "index.html"
 
 
 def plot_reward_curve(rows: list[dict[str, Any]], path: Path, title: str) -> None:

@@ -7,7 +7,8 @@ investigations (cut to fit the tiny model's context, `training.trl_data`) comes 
 GRPOTrainer drives `LedgerTrlEnv` through `environment_factory` with the LedgerGym reward and
 trains a LoRA adapter. The warm-started model and the trained adapter are both evaluated on a
 few `val` scenarios through the eval path (`agent.rollout` + `eval.grader`). Writes
-metrics.jsonl, reward_curve.png, adapter/ and summary.json into `outputs/<run>/` by default.
+metrics.jsonl, reward_curve.png, adapter/, summary.json, the eval runs eval-before/ and
+eval-after/ and their report (report/index.html, `python -m eval.report`) into `outputs/<run>/`.
 """
 
 from __future__ import annotations
@@ -37,11 +38,14 @@ from training.trl_data import (
 )
 from training.trl_env import LedgerTrlEnv, tool_format_reward, trl_tool_schemas
 from training.trl_report import (
+    EVAL_AFTER,
+    EVAL_BEFORE,
     EvalSummary,
     StepRecorder,
     TrlSummary,
     evaluate,
     plot_reward_curve,
+    write_run_report,
 )
 from training.trl_sft import warm_start
 
@@ -251,7 +255,9 @@ def run_trl(
         tool_budget=run.rollout.tool_budget, max_turns=run.rollout.max_turns, reward=run.reward
     )
     warm_model = AutoModelForCausalLM.from_pretrained(warm).eval()
-    before = evaluate(_policy(warm_model, tokenizer, run, "warm-start"), val, rollout)
+    before = evaluate(
+        _policy(warm_model, tokenizer, run, "warm-start"), val, rollout, out_dir / EVAL_BEFORE
+    )
     mark = lap("eval_before", mark)
 
     trainer, recorder, lora_delta, lora_changed = grpo(run, warm, tokenizer, train, steps, out_dir)
@@ -259,7 +265,7 @@ def run_trl(
     trainer.model.save_pretrained(str(out_dir / "adapter"))
 
     trained = trainer.model.eval()
-    after = evaluate(_policy(trained, tokenizer, run, "grpo"), val, rollout)
+    after = evaluate(_policy(trained, tokenizer, run, "grpo"), val, rollout, out_dir / EVAL_AFTER)
     lap("eval_after", mark)
 
     summary = _summary(run, out_dir, examples, steps, before, after, recorder, timings)
@@ -268,6 +274,7 @@ def run_trl(
     summary.wall_s = round(time.perf_counter() - started, 1)
     plot_reward_curve(recorder.rows, out_dir / "reward_curve.png", f"{run.name}: GRPO reward")
     summary.write(out_dir / "summary.json")
+    write_run_report(out_dir)  # python -m eval.report on eval-before/ eval-after/ metrics.jsonl
     return summary
 
 

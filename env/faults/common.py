@@ -7,16 +7,23 @@ order: moving one changes no scenario, reordering its draws would change them al
 
 from __future__ import annotations
 
-from datetime import date, time
+from datetime import UTC, date, datetime, time, timedelta
 
 from env.billing import BillingInputs
 from env.builder import WorldBuilder
-from env.calendar import local_to_utc
+from env.calendar import local_to_utc, utc_stamp
 from env.money import format_cents
 from env.story import Story
-from env.world import Invoice, Plan
+from env.world import CreditNote, Invoice, Plan
 
 PERIODS = {"L1": (1, 3), "L2": (3, 5), "L3": (4, 6)}
+# Main-story look-alikes (design §1.2) where the fault's own arithmetic does not depend on them
+TRIAL_OK = ("duplicate_payment", "coupon_not_applied", "usage_overage_miscalculated")
+TRIAL_OK += ("wrong_tax_rate", "seat_count_mismatch")
+CHANGE_OK = ("duplicate_payment", "wrong_tax_rate", "tax_exempt_charged", "coupon_not_applied")
+CHANGE_OK += ("currency_conversion_error",)
+MAIN_TRIAL_RATE = 0.6
+MAIN_CHANGE_RATE = 0.5
 
 
 def periods_for(b: WorldBuilder, minimum: int = 1) -> int:
@@ -48,10 +55,32 @@ def unbilled_story(
         and (per_seat is None or p.per_seat == per_seat)
     ]
     plan = b.pick(options)
-    story = b.make_story(plan, seats=seats_for(b, plan), periods=periods_for(b, minimum_periods))
+    trial = b.label in TRIAL_OK and plan.trial_days > 0 and b.rng.random() < MAIN_TRIAL_RATE
+    periods = periods_for(b, minimum_periods)
+    story = b.make_story(plan, seats=seats_for(b, plan), periods=periods, trial=trial)
+    if b.label in CHANGE_OK and periods >= 2 and b.rng.random() < MAIN_CHANGE_RATE:
+        immediate_swap(b, story, plans)
     if plan.overage_unit_price_cents:
         b.fill_usage(story)
     return story
+
+
+def immediate_swap(b: WorldBuilder, story: Story, plans: dict[str, Plan]) -> None:
+    """An immediate change to the plan of the same kind (Team <-> Business, Growth <-> Scale)
+    inside a period before the last, prorated correctly on the next invoice."""
+    pairs = {"TEAM": "BUSINESS", "BUSINESS": "TEAM", "GROWTH": "SCALE", "SCALE": "GROWTH"}
+    key = pairs.get(story.plan.id.removeprefix("PLN-"))
+    if key is None:
+        return
+    to = plans[key]
+    first = 1 if story.trial_end is not None else 0
+    if first > story.periods - 2:
+        return
+    start, end = story.period(b.rng.randint(first, story.periods - 2))
+    day = b.pick(late_days(start, end, story.plan, to, margin=2))
+    story.plan_changes.append((day, to))
+    details = {"from_plan_id": story.plan.id, "to_plan_id": to.id, "effective": "immediately"}
+    story.event(day, b.work_time(), "plan_changed", details)
 
 
 def main_subscription(
@@ -64,6 +93,26 @@ def main_subscription(
     """A catalog, one subscription and its correct invoices: the plainest story."""
     story = unbilled_story(b, metered=metered, per_seat=per_seat, minimum_periods=minimum_periods)
     return story, b.bill(story)
+
+
+def unused_share(old: Plan, new: Plan) -> float:
+    """The largest share of a period an immediate change from `old` to `new` may leave unused:
+    a downgrade's credit for the old plan must stay below the new plan's next charge, since the
+    world has no negative invoices (old * u < new * (1 + u), with a margin)."""
+    ratio = max(p[0] for p in old.prices) / min(p[0] for p in new.prices)
+    return 1.0 if ratio <= 1.8 else 0.8 / (ratio - 1)
+
+
+def late_days(start: date, end: date, old: Plan, new: Plan, *, margin: int = 1) -> list[date]:
+    """Days of [start+margin, end-margin] late enough for a change from `old` to `new`."""
+    length = (end - start).days
+    first = max(
+        start + timedelta(days=margin), end - timedelta(days=int(length * unused_share(old, new)))
+    )
+    first = min(first, end - timedelta(days=margin + 1))
+    return [
+        first + timedelta(days=i) for i in range((end - timedelta(days=margin) - first).days + 1)
+    ]
 
 
 def period_starts(story: Story) -> list[date]:
@@ -101,6 +150,32 @@ def issue_unwarranted(
     b.draft.invoices.sort(key=lambda inv: (inv.issued_at, inv.id))
     b.pay(invoice)
     return invoice
+
+
+CREDIT_REASONS = (
+    "Goodwill credit agreed with support",
+    "Partial credit while the billing team investigates",
+    "Courtesy credit for the service interruption",
+)
+
+
+def earlier_credit(
+    b: WorldBuilder, invoice: Invoice, cents: int, after: str
+) -> tuple[str, str, int]:
+    """A credit note support issued before the dispute: (id, invoice id, cents)."""
+    assert b.draft is not None
+    moment = datetime.strptime(after, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    moment += timedelta(days=b.rng.randint(1, 5), minutes=b.rng.randint(0, 900))
+    note = CreditNote(
+        id=b.new_id("CN"),
+        invoice_id=invoice.id,
+        amount_cents=cents,
+        currency=invoice.billed.currency,
+        reason=b.pick(CREDIT_REASONS),
+        created_at=utc_stamp(moment),
+    )
+    b.draft.credit_notes.append(note)
+    return note.id, note.invoice_id, note.amount_cents
 
 
 def overcharge(invoice: Invoice) -> int:

@@ -9,7 +9,8 @@ recompute with the input the timeline shows, or the total of an invoice that sho
 
 from __future__ import annotations
 
-from datetime import date, time
+from dataclasses import replace
+from datetime import date
 from typing import Any
 
 from env.builder import WorldBuilder
@@ -28,7 +29,7 @@ from env.story import Story
 from env.world import Event, Invoice, Plan
 
 SEAT_VARIANTS = ("reduction_ignored", "increase_double_counted", "reduction_reverted")
-CANCEL_VARIANTS = ("next_period_billed", "kept_billing")
+CANCEL_VARIANTS = ("next_period_billed", "kept_billing", "cancel_at_date")
 TRIAL_VARIANTS = ("trial_days_charged", "trial_shortened", "extended_trial")
 CANCEL_REASONS = ("too_expensive", "switched_provider", "project_ended", "missing_features")
 
@@ -116,31 +117,43 @@ def _seat_layout(b: WorldBuilder, variant: str) -> tuple[int, int, int]:
 # billed_after_cancellation -------------------------------------------------------------------
 def billed_after_cancellation(b: WorldBuilder) -> FaultOutcome:
     b.make_customer()
-    plan = b.pick(b.make_catalog().values())
+    plans = b.make_catalog()
+    # metered usage of the last period would be owed on the next invoice: plain plans only
+    plan = b.pick([p for p in plans.values() if not p.overage_unit_price_cents])
     variant = b.pick(CANCEL_VARIANTS)
-    extra = (
-        1 if variant == "next_period_billed" else b.rng.randint(2, 2 if b.difficulty == "L1" else 3)
+    extra = {"next_period_billed": 1, "cancel_at_date": 1}.get(variant) or b.rng.randint(
+        2, 2 if b.difficulty == "L1" else 3
     )
     legit = b.rng.randint(1, 3 - extra) if b.difficulty == "L1" else periods_for(b)
     story = b.make_story(plan, seats=seats_for(b, plan), periods=legit)
-    if plan.overage_unit_price_cents:
-        b.fill_usage(story)
     traps = []
     withdrawn_k = None
-    if legit >= 2 and (b.difficulty == "L3" or (b.difficulty == "L2" and b.rng.random() < 0.5)):
+    chance = {"L1": 0.0, "L2": 0.25, "L3": 0.5}[b.difficulty]  # as often as elsewhere
+    if legit >= 2 and b.rng.random() < chance:
         withdrawn_k = b.rng.randrange(0, legit - 1)
         _withdrawn_cancel(b, story, withdrawn_k)
         traps.append("withdrawn_cancel_decoy")
     day = day_inside(b, story, legit - 1, head=1, tail=7)
     reason = b.pick(CANCEL_REASONS)
-    record_event(
-        b, story, day, "cancel_requested", {"effective": "at_period_end", "reason": reason}
-    )
+    effective = "at_period_end"
+    if variant == "cancel_at_date":  # a contract end date inside the next period
+        start, end = story.period(legit)
+        story.cancel_effective = start + days(b.rng.randint(3, (end - start).days - 3))
+        story.periods = legit + 1
+        effective = story.cancel_effective.isoformat()
+    else:
+        story.cancel_effective = story.period(legit)[0]
+    details = {"effective": effective, "reason": reason}
+    record_event(b, story, day, "cancel_requested", details)
     confirmed_on = day + days(b.rng.randint(1, 2))
-    canceled = record_event(b, story, confirmed_on, "canceled", {"effective": "at_period_end"})
-    story.cancel_effective = story.period(legit)[0]
+    canceled = record_event(b, story, confirmed_on, "canceled", {"effective": effective})
     invoices = b.bill(story)
-    story.sub.status = "canceled"
+    # the billing system never processed the cancellation (it kept billing): the row mostly
+    # still says active; the timeline's canceled event is the authority
+    processed = variant != "kept_billing" and b.rng.random() < 0.5
+    story.sub.status = "canceled" if processed else "active"
+    if variant == "cancel_at_date":
+        return _cancel_at_date(b, story, invoices, canceled, withdrawn_k, traps)
     unwanted = [_unwanted_invoice(b, story, k) for k in range(legit, legit + extra)]
     focus = list(unwanted)
     if b.difficulty != "L1":  # the last legitimate invoice, from before the cancellation
@@ -149,23 +162,62 @@ def billed_after_cancellation(b: WorldBuilder) -> FaultOutcome:
     if withdrawn_k is not None and invoices[withdrawn_k + 1] not in focus:
         focus.append(invoices[withdrawn_k + 1])
     totals = [f"{format_cents(inv.billed_amounts().total_cents)} on {inv.id}" for inv in unwanted]
+    summary = (
+        f"{story.sub.id} was canceled at {canceled.occurred_at}, effective at the end of the "
+        f"period ending {story.cancel_effective.isoformat()}, yet "
+        f"{join_words([inv.id for inv in unwanted])} {_was(unwanted)} issued for the "
+        f"period(s) after it and paid. No invoice should exist there; the full totals "
+        f"({join_words(totals)}, {unwanted[0].billed.currency}) are credited."
+    )
+    evidence = [
+        call("list_payments", customer_id=b.customer.id, invoice_id=inv.id) for inv in unwanted
+    ]
     return FaultOutcome(
         label="billed_after_cancellation",
         story=story,
         focus=focus,
-        evidence=[
-            call("list_payments", customer_id=b.customer.id, invoice_id=inv.id) for inv in unwanted
-        ],
-        summary=(
-            f"{story.sub.id} was canceled at {canceled.occurred_at}, effective at the end of the "
-            f"period ending {story.cancel_effective.isoformat()}, yet "
-            f"{join_words([inv.id for inv in unwanted])} {_was(unwanted)} issued for the "
-            f"period(s) after it and paid. No invoice should exist there; the full totals "
-            f"({join_words(totals)}, {unwanted[0].billed.currency}) are credited."
-        ),
+        evidence=evidence,
+        summary=summary,
         slots={"invoice_id": unwanted[0].id, "cancel_date": day.isoformat()},
         traps=traps,
         variant=variant,
+    )
+
+
+def _cancel_at_date(
+    b: WorldBuilder,
+    story: Story,
+    invoices: list[Invoice],
+    canceled: Event,
+    withdrawn_k: int | None,
+    traps: list[str],
+) -> FaultOutcome:
+    """Partial form: the subscription ends on a date inside its last period, which should be
+    billed up to that date only; it was billed in full."""
+    assert story.cancel_effective is not None
+    victim = invoices[-1]
+    b.rebill(victim, proration_end=None)
+    end = story.cancel_effective.isoformat()
+    focus = [victim]
+    if withdrawn_k is not None and invoices[withdrawn_k + 1] not in focus:
+        focus.append(invoices[withdrawn_k + 1])
+    summary = (
+        f"{story.sub.id} was canceled at {canceled.occurred_at} effective {end}, inside the "
+        f"period of {victim.id} ({victim.billed.period_start.isoformat()} to "
+        f"{victim.billed.period_end.isoformat()}), which was billed for the whole period. "
+        f"Recomputed with proration_end {end} it totals "
+        f"{format_cents(victim.correct_total_cents())}; the {overcharge_text(victim)} "
+        f"{victim.billed.currency} difference is credited."
+    )
+    return FaultOutcome(
+        label="billed_after_cancellation",
+        story=story,
+        focus=focus,
+        evidence=[recompute(victim, proration_end=end)],
+        summary=summary,
+        slots={"invoice_id": victim.id, "cancel_date": end},
+        traps=traps,
+        variant="cancel_at_date",
     )
 
 
@@ -180,21 +232,18 @@ def _withdrawn_cancel(b: WorldBuilder, story: Story, k: int) -> None:
 
 def _unwanted_invoice(b: WorldBuilder, story: Story, k: int) -> Invoice:
     """An invoice for period k that a correct billing system never issues; paid like any other."""
-    inputs = story.inputs(k, b)
-    at = time(b.rng.randint(11, 15), 0)  # office hours, like `WorldBuilder.bill`
-    return issue_unwarranted(b, story, inputs, b.new_id("INV"), at)
+    return issue_unwarranted(b, story, story.inputs(k, b), b.new_id("INV"), story.time_of_day())
 
 
 # trial_period_charged ------------------------------------------------------------------------
 def start_trial(b: WorldBuilder, story: Story, trial_end: date, details: dict[str, Any]) -> Event:
-    """trial_started with the created event, trial_ended on `trial_end` at a working hour.
-
-    `WorldBuilder.make_story(trial=True)` stamps both at local midnight, which would make
-    these scenarios look like the held-out timezone class; so the trial is laid out here.
-    """
+    """trial_started with the created event, trial_ended on `trial_end` at the same time of
+    day (a trial lasts whole days); the first paid invoice is issued then."""
     story.trial_end = trial_end
     story.sub.events.append(Event(story.sub.started_at, "trial_started", details))
-    return record_event(b, story, trial_end, "trial_ended", {})
+    # a trial ends N days after it started, at the same time of day (Stripe's trial_end)
+    stamp = story.event(trial_end, story.time_of_day(), "trial_ended", {})
+    return next(e for e in story.sub.events if e.occurred_at == stamp and e.type == "trial_ended")
 
 
 def trial_period_charged(b: WorldBuilder) -> FaultOutcome:
@@ -206,24 +255,27 @@ def trial_period_charged(b: WorldBuilder) -> FaultOutcome:
     plan, start, trial_end = story.plan, story.anchor, story.trial_end
     assert trial_end is not None
     length = (trial_end - start).days
-    invoices = b.bill(story)
-    victims = invoices[:whole] if extended else invoices[:1]
-    for k, invoice in enumerate(victims):
-        b.rebill(invoice, proration_start=_billed_trial_start(b, variant, plan, start, k))
-        if extended:
-            invoice.correct = None  # a period wholly inside the trial is never invoiced
+    invoices = b.bill(story)  # the trial's zero invoice, then the paid periods
+    if extended:  # periods wholly inside the trial were invoiced although none is due
+        victims = []
+        for k in range(whole):
+            inputs = replace(
+                story.inputs(k, b), proration_start=_billed_trial_start(b, variant, plan, start, k)
+            )
+            at = story.time_of_day()
+            victims.append(issue_unwarranted(b, story, inputs, b.new_id("INV"), at))
+    else:
+        victims = invoices[:1]
+        b.rebill(victims[0], proration_start=_billed_trial_start(b, variant, plan, start, 0))
     focus = list(victims)
     traps = []
-    if b.difficulty != "L1" and len(invoices) > len(victims):
-        focus.append(invoices[len(victims)])  # the first invoice after the trial, correct
+    paid = invoices if extended else invoices[1:]
+    if b.difficulty != "L1" and paid:
+        focus.append(paid[0])  # the first invoice after the trial, correct
         traps.append("post_trial_invoice_decoy")
     evidence = [recompute(inv, proration_start=trial_end.isoformat()) for inv in victims]
-    if b.difficulty == "L3":
-        decoy_story, decoy_invoice, decoy_end = _trial_decoy(b, plan, plans)
-        focus.append(decoy_invoice)
-        evidence.append(call("get_subscription_timeline", subscription_id=decoy_story.sub.id))
-        evidence.append(recompute(decoy_invoice, proration_start=decoy_end.isoformat()))
-        traps.append("trial_decoy_subscription")
+    # L3's near miss, a second subscription whose trial was billed right, is the background
+    # second subscription's trial (env.background), drawn at the same rate in every class
     return FaultOutcome(
         label="trial_period_charged",
         story=story,
@@ -282,22 +334,6 @@ def _billed_trial_start(
     if variant == "extended_trial" and k == 0 and b.rng.random() < 0.5:
         return start + days(plan.trial_days)  # the standard trial, ignoring the extension
     return None
-
-
-def _trial_decoy(
-    b: WorldBuilder, main: Plan, plans: dict[str, Plan]
-) -> tuple[Story, Invoice, date]:
-    """A second subscription whose trial was billed correctly (prorated from its end)."""
-    options = [
-        p
-        for p in plans.values()
-        if p.trial_days and not p.overage_unit_price_cents and p.id != main.id
-    ]
-    plan = b.pick(options)
-    story = b.make_story(plan, seats=seats_for(b, plan), periods=b.rng.randint(2, 3))
-    trial_end = story.anchor + days(plan.trial_days)
-    start_trial(b, story, trial_end, {"trial_days": plan.trial_days})
-    return story, b.bill(story)[0], trial_end
 
 
 def _trial_summary(

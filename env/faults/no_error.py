@@ -32,8 +32,13 @@ def no_error(b: WorldBuilder) -> FaultOutcome:
     return VARIANTS[variant](b)
 
 
-def _story(b: WorldBuilder, plan: Plan, *, minimum: int = 1) -> Story:
-    return b.make_story(plan, seats=seats_for(b, plan), periods=periods_for(b, minimum))
+def _story(b: WorldBuilder, plan: Plan, *, minimum: int = 1, trial_ok: bool = False) -> Story:
+    """The look-alike's subscription; where the variant allows, sometimes after a free trial
+    (trials occur in every class, design §1.2)."""
+    trial = trial_ok and plan.trial_days > 0 and b.rng.random() < 0.35
+    return b.make_story(
+        plan, seats=seats_for(b, plan), periods=periods_for(b, minimum), trial=trial
+    )
 
 
 def _plain_plan(b: WorldBuilder, *, per_seat: bool | None = None) -> Plan:
@@ -77,7 +82,7 @@ def _outcome(
 def price_change(b: WorldBuilder) -> FaultOutcome:
     """An announced price rise at a period start; the customer says it came without notice."""
     plan = _plain_plan(b)
-    story = _story(b, plan, minimum=2)
+    story = _story(b, plan, minimum=2, trial_ok=True)
     kd = b.rng.randint(1, story.periods - 1)
     # at least 10 %: the fx rate of each date moves up to 4 %, and the bill must visibly rise
     b.raise_price(plan, story.period(kd)[0], percent=b.pick((10, 12, 15, 20)))
@@ -106,7 +111,7 @@ def price_change(b: WorldBuilder) -> FaultOutcome:
 
 def tax_change(b: WorldBuilder) -> FaultOutcome:
     """The jurisdiction's tax rate went up and was applied from its effective date."""
-    story = _story(b, _plain_plan(b), minimum=2)
+    story = _story(b, _plain_plan(b), minimum=2, trial_ok=True)
     low, high = sorted(set(b.rng.sample(b.locale["rates"], 2)), key=parse_rate)
     kd = b.rng.randint(1, story.periods - 1)
     start = story.period(kd)[0]
@@ -203,8 +208,8 @@ def coupon_expired(b: WorldBuilder) -> FaultOutcome:
 def correct_proration(b: WorldBuilder) -> FaultOutcome:
     """A mid-period upgrade prorated correctly; the customer thinks they paid twice."""
     old, new = plan_pair(b, b.make_catalog(), upgrade=True)
-    story = _story(b, old)
-    k = b.rng.randrange(story.periods)
+    story = _story(b, old, minimum=2)
+    k = b.rng.randrange(story.periods - 1)
     start, end = story.period(k)
     day, at = daytime_event(b, span(start + days(3), end - days(3)))
     story.plan_changes.append((day, new))
@@ -214,12 +219,12 @@ def correct_proration(b: WorldBuilder) -> FaultOutcome:
     _legit_tax_change(b, story, traps)
     fill_usage_by_plan(b, story)
     invoices = b.bill(story)
-    story.sub.plan_id = new.id  # bill() takes the plan at the last period's start
-    invoice = invoices[k]
+    invoice = invoices[k + 1]
     summary = (
-        f"The plan_changed event on {day.isoformat()} upgraded {old.id} to {new.id} immediately. "
-        f"Invoice {invoice.id} charges {old.name} until {day.isoformat()} and {new.name} from it, "
-        f"two prorated lines, not a double charge; recomputed with plan_change_date "
+        f"The plan_changed event on {day.isoformat()} (local) upgraded {old.id} to {new.id} "
+        f"immediately. Invoice {invoice.id}, the next one, credits the unused {old.name} time "
+        f"from {day.isoformat()} and charges {new.name} for the same days besides its own period "
+        f"in advance: proration, not a double charge; recomputed with plan_change_date "
         f"{day.isoformat()} the difference is 0.00. Nothing is credited."
     )
     return _outcome(
@@ -270,7 +275,7 @@ def other_subscription(b: WorldBuilder) -> FaultOutcome:
 def seat_increase(b: WorldBuilder) -> FaultOutcome:
     """The customer added seats; the next invoice bills them."""
     plan = _plain_plan(b, per_seat=True)
-    story = _story(b, plan, minimum=2)
+    story = _story(b, plan, minimum=2, trial_ok=True)
     kd = b.rng.randint(1, story.periods - 1)
     start, end = story.period(kd - 1)
     day, at = daytime_event(b, span(start + days(1), end - days(2)))
@@ -298,27 +303,25 @@ def seat_increase(b: WorldBuilder) -> FaultOutcome:
 
 
 def usage_overage(b: WorldBuilder) -> FaultOutcome:
-    """Usage above the included units, billed at the plan's overage price."""
+    """Usage above the included units, billed in arrears at the plan's overage price."""
     plans = b.make_catalog().values()
     plan = b.pick([p for p in plans if p.overage_unit_price_cents])
-    story = _story(b, plan)
-    b.fill_usage(story)
-    k = b.rng.randrange(story.periods)
+    story = _story(b, plan, minimum=2, trial_ok=True)
+    k = b.rng.randrange(story.periods - 1)
     start, end = story.period(k)
     units = int(plan.included_units * b.rng.uniform(1.3, 2.4))
-    story.usage[start] = units
-    story.sub.usage = [
-        u if u[0] != start.isoformat() else (u[0], u[1], units) for u in story.sub.usage
-    ]
+    b.record_usage(story, k, units=units)
+    b.fill_usage(story)
     traps: list[str] = []
     _legit_tax_change(b, story, traps)
     invoices = b.bill(story)
-    invoice = invoices[k]
+    invoice = invoices[k + 1]
     summary = (
         f"The usage record for {start.isoformat()} to {end.isoformat()} shows {units} units with "
         f"{plan.included_units} included, so {units - plan.included_units} were billed at "
-        f"{format_cents(plan.overage_unit_price_cents)} USD each on invoice {invoice.id}; "
-        f"recomputed with {units} usage units the difference is 0.00. Nothing is credited."
+        f"{format_cents(plan.overage_unit_price_cents)} USD each on invoice {invoice.id}, issued "
+        f"when that period ended; recomputed with {units} usage units the difference is 0.00. "
+        "Nothing is credited."
     )
     return _outcome(
         story,

@@ -1,4 +1,11 @@
-"""duplicate_payment: one invoice was paid twice (two succeeded payments)."""
+"""duplicate_payment: one invoice was paid twice (two succeeded payments).
+
+Partial form (design §1.2): the second charge was for part of the total (a retried partial
+capture), so the overcharge is that payment, not a number printed on the invoice. L3 may add a
+near miss: another invoice charged twice and refunded in full (nothing left to return). A
+duplicate partly refunded or partly credited already would leave an amount no tool prints,
+which the grounding rules (design §3) cannot trace; it is not generated.
+"""
 
 from __future__ import annotations
 
@@ -6,32 +13,68 @@ from env.builder import WorldBuilder
 from env.faults.base import FaultOutcome, call
 from env.faults.common import main_subscription
 from env.money import format_cents
+from env.world import Invoice, Payment
+
+VARIANTS = ("plain", "partial_second")
+
+
+def second_charge(b: WorldBuilder, invoice: Invoice) -> tuple[Payment, Payment]:
+    """(first succeeded payment, a second succeeded one for the same invoice, later)."""
+    assert b.draft is not None
+    first = next(
+        p for p in b.draft.payments if p.invoice_id == invoice.id and p.status == "succeeded"
+    )
+    second = b.pay(invoice, after=first.paid_at, status="succeeded")
+    assert second is not None
+    if b.rng.random() < 0.5:
+        second.method = first.method
+    return first, second
 
 
 def duplicate_payment(b: WorldBuilder) -> FaultOutcome:
     b.make_customer()
-    story, invoices = main_subscription(b, metered=False)
-    victim = b.pick(invoices)
-    first = next(p for p in b.draft.payments if p.invoice_id == victim.id)  # type: ignore[union-attr]
-    second = b.pay(victim, delay_days=b.rng.randint(0, 2))
-    if b.rng.random() < 0.5:
-        second.method = first.method
+    story, invoices = main_subscription(b)
+    victim = b.pick([inv for inv in invoices if inv.billed_amounts().total_cents > 0])
+    first, second = second_charge(b, victim)
+    variant = b.pick(VARIANTS)
+    total = second.amount_cents
+    cur = victim.billed.currency
+    evidence = [call("list_payments", customer_id=b.customer.id, invoice_id=victim.id)]
+    summary = (
+        f"Invoice {victim.id} was paid twice: payments {first.id} and {second.id} both "
+        f"succeeded for {format_cents(total)} {cur}."
+    )
+    if variant == "partial_second":  # the retried capture took part of the total
+        second.amount_cents = total * b.rng.randint(25, 90) // 100
+        total = second.amount_cents
+        summary = (
+            f"Invoice {victim.id} was paid in full by {first.id}, and {second.id} took another "
+            f"{format_cents(total)} {cur} for it. That second payment is refunded."
+        )
+    else:
+        summary += f" The duplicate {format_cents(total)} is refunded."
     traps = []
-    if b.difficulty == "L3":  # near miss: a failed attempt and its retry on another invoice
-        other = b.pick([inv for inv in invoices if inv is not victim] or [victim])
-        failed = b.pay(other, delay_days=0)
-        failed.status = "failed"
-        traps.append("failed_retry_decoy")
-    amount = format_cents(second.amount_cents)
+    focus = [victim]
+    others = [inv for inv in invoices if inv is not victim and inv.billed_amounts().total_cents]
+    if b.difficulty == "L3" and others and b.rng.random() < 0.25:  # near miss, refunded in full
+        other = b.pick(others)
+        _, again = second_charge(b, other)
+        b.refund(again, again.amount_cents)
+        focus.append(other)
+        evidence.append(call("list_payments", customer_id=b.customer.id, invoice_id=other.id))
+        summary += f" The second charge on {other.id} was refunded in full: nothing is owed."
+        traps.append("refunded_duplicate_decoy")
     return FaultOutcome(
         label="duplicate_payment",
         story=story,
-        focus=[victim],
-        evidence=[call("list_payments", customer_id=b.customer.id, invoice_id=victim.id)],
-        summary=(
-            f"Invoice {victim.id} was paid twice: payments {first.id} and {second.id} both "
-            f"succeeded for {amount} {victim.billed.currency}. The duplicate {amount} is refunded."
-        ),
-        slots={"invoice_id": victim.id, "amount": amount, "period": victim.billed.period_start},
+        focus=focus,
+        evidence=evidence,
+        summary=summary,
+        slots={
+            "invoice_id": victim.id,
+            "amount": format_cents(total),
+            "period": victim.billed.period_start,
+        },
         traps=traps,
+        variant=variant,
     )

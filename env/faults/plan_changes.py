@@ -16,7 +16,7 @@ from typing import Any
 from env.builder import WorldBuilder
 from env.calendar import days
 from env.faults.base import FaultOutcome, recompute
-from env.faults.common import join_words, overcharge_text, periods_for, seats_for
+from env.faults.common import join_words, overcharge_text, periods_for, seats_for, unused_share
 from env.money import format_cents
 from env.story import Story, plan_terms
 from env.world import Event, Invoice, Plan
@@ -52,22 +52,24 @@ def schedule_change(b: WorldBuilder, story: Story, k: int, to: Plan) -> Event:
 def record_event(
     b: WorldBuilder, story: Story, day: date, kind: str, details: dict[str, Any]
 ) -> Event:
-    """Stamps an event at a working hour (far from local midnight) and returns it."""
+    """Stamps an event at any hour of the local day and returns it."""
     stamp = story.event(day, b.work_time(), kind, details)
     return next(e for e in reversed(story.sub.events) if e.occurred_at == stamp and e.type == kind)
 
 
 # proration_error ----------------------------------------------------------------------------
 def proration_error(b: WorldBuilder) -> FaultOutcome:
+    """An immediate change in period k is prorated on invoice k+1 (design §1.1); that invoice
+    recorded the wrong plan_change_date."""
     b.make_customer()
     plans = b.make_catalog()
-    cheap, dear = plans["TEAM"], plans["BUSINESS"]
+    cheap, dear = (plans[k] for k in b.pick((("TEAM", "BUSINESS"), ("GROWTH", "SCALE"))))
     variant = b.pick(PRORATION_VARIANTS)
     upgrade = variant != "downgrade_applied_late"
     before, after = (cheap, dear) if upgrade else (dear, cheap)
     with_decoy = b.difficulty != "L1"
-    periods = periods_for(b, 2 if with_decoy else 1)
-    fault_k, *rest = b.rng.sample(range(periods), 2 if with_decoy else 1)
+    periods = periods_for(b, 3 if with_decoy else 2)
+    fault_k, *rest = b.rng.sample(range(periods - 1), 2 if with_decoy else 1)
     decoy_k = rest[0] if rest else None
     first = after if decoy_k is not None and decoy_k < fault_k else before
     story = b.make_story(first, seats=seats_for(b, first), periods=periods)
@@ -75,21 +77,28 @@ def proration_error(b: WorldBuilder) -> FaultOutcome:
     changes: dict[int, date] = {}
     for k in sorted(x for x in (fault_k, decoy_k) if x is not None):
         to = after if k == fault_k else before
-        changes[k] = day_inside(b, story, k, head=head if k == fault_k else 3, tail=tail)
+        k_head = head if k == fault_k else 3
+        if to is cheap:  # a downgrade's credit must stay below the next period's charge
+            k_head = max(k_head, _late_enough(story, k, dear, cheap))
+        changes[k] = day_inside(b, story, k, head=k_head, tail=tail)
         change_now(b, story, changes[k], to)
     traps = ["correct_proration_decoy"] if with_decoy else []
-    if b.difficulty == "L3":
+    if b.difficulty == "L3" and cheap.per_seat:
         _seat_change_decoy(b, story)
         traps.append("seat_change_decoy")
+    if cheap.overage_unit_price_cents:
+        b.fill_usage(story)
     invoices = b.bill(story)
-    victim, day = invoices[fault_k], changes[fault_k]
-    wrong = _wrong_change_date(b, variant, victim, day)
+    victim, day = invoices[fault_k + 1], changes[fault_k]
+    wrong = _wrong_change_date(b, variant, story.period(fault_k), day)
     b.rebill(victim, plan_change_date=wrong)
     evidence = [recompute(victim, plan_change_date=day.isoformat())]
     focus = [victim]
     if decoy_k is not None:
-        focus.append(invoices[decoy_k])
-        evidence.append(recompute(invoices[decoy_k], plan_change_date=changes[decoy_k].isoformat()))
+        focus.append(invoices[decoy_k + 1])
+        evidence.append(
+            recompute(invoices[decoy_k + 1], plan_change_date=changes[decoy_k].isoformat())
+        )
     return FaultOutcome(
         label="proration_error",
         story=story,
@@ -107,14 +116,21 @@ def proration_error(b: WorldBuilder) -> FaultOutcome:
     )
 
 
-def _wrong_change_date(b: WorldBuilder, variant: str, victim: Invoice, day: date) -> date:
-    start, end = victim.billed.period_start, victim.billed.period_end
+def _late_enough(story: Story, k: int, dear: Plan, cheap: Plan) -> int:
+    """Days into period k a downgrade must come (see `unused_share`)."""
+    start, end = story.period(k)
+    length = (end - start).days
+    return max(3, min(length - 8, length - int(length * unused_share(dear, cheap))))
+
+
+def _wrong_change_date(b: WorldBuilder, variant: str, period: tuple[date, date], day: date) -> date:
+    start, end = period
     if variant == "change_at_period_start":
-        return start  # the new plan billed for the whole period
+        return start  # the new plan billed for the whole previous period
     if variant == "change_backdated":
         return day - days(b.rng.randint(MIN_SHIFT_DAYS, (day - start).days - 1))
     if b.rng.random() < 0.5:
-        return end  # the dearer old plan billed for the whole period
+        return end  # no proration at all: the dearer old plan kept for the whole period
     return day + days(b.rng.randint(MIN_SHIFT_DAYS, (end - day).days - 1))
 
 
@@ -188,8 +204,10 @@ def downgrade_not_applied(b: WorldBuilder) -> FaultOutcome:
     if late:
         focus.append(invoices[request_k + 1 + count])
     if upgrade_k is not None and upgrade_day is not None:
-        focus.append(invoices[upgrade_k])
-        evidence.append(recompute(invoices[upgrade_k], plan_change_date=upgrade_day.isoformat()))
+        focus.append(invoices[upgrade_k + 1])
+        evidence.append(
+            recompute(invoices[upgrade_k + 1], plan_change_date=upgrade_day.isoformat())
+        )
     return FaultOutcome(
         label="downgrade_not_applied",
         story=story,

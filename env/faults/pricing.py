@@ -171,28 +171,28 @@ def _lasting(coupon: Coupon) -> str:
 
 
 def usage_overage_miscalculated(b: WorldBuilder) -> FaultOutcome:
+    """Usage of period k is billed in arrears on invoice k+1 (design §1.1)."""
     b.make_customer()
-    story = unbilled_story(b, metered=True, minimum_periods=4 if b.difficulty == "L3" else 1)
+    story = unbilled_story(b, metered=True, minimum_periods=5 if b.difficulty == "L3" else 2)
     starts = period_starts(story)
-    n = len(starts)
+    n = len(starts) - 1  # finished periods: their usage is on the next invoice
     included = story.plan.included_units
     shapes = {"L1": [], "L2": [b.pick(("spike", "under"))], "L3": ["spike", "under"]}[
         b.difficulty
     ]  # legitimate look-alikes: a large real overage, a period under the allowance
+    shapes = shapes[: max(0, n - 1)]
     decoy_ks = b.rng.sample(range(n), len(shapes))
     story.usage.clear()
     story.sub.usage.clear()
-    for k, (start, end) in enumerate(story.period(k) for k in range(n)):
+    for k in range(n):
         factor = b.rng.uniform(0.6, 1.8)  # over half the allowance: doubling always overcharges
         if k in decoy_ks:
             spike = shapes[decoy_ks.index(k)] == "spike"
             factor = b.rng.uniform(2.2, 3.0) if spike else b.rng.uniform(0.3, 0.9)
-        units = int(included * factor)
-        story.usage[start] = units
-        story.sub.usage.append((start.isoformat(), end.isoformat(), units))
+        b.record_usage(story, k, units=int(included * factor))
     invoices = b.bill(story)
     by_start = invoices_by_start(invoices)
-    victims = [by_start[starts[k]] for k in _run(b, [k for k in range(n) if k not in decoy_ks])]
+    victims = [by_start[starts[k + 1]] for k in _run(b, [k for k in range(n) if k not in decoy_ks])]
     variant = b.pick(("double_counted", "included_not_subtracted"))
     evidence = []
     for invoice in victims:
@@ -203,7 +203,7 @@ def usage_overage_miscalculated(b: WorldBuilder) -> FaultOutcome:
         else:
             b.rebill(invoice, plan=replace(invoice.billed.plan, included_units=0))
             evidence.append(recompute(invoice, included_units=included))
-    decoys = [by_start[starts[k]] for k in sorted(decoy_ks)]
+    decoys = [by_start[starts[k + 1]] for k in sorted(decoy_ks)]
     summary = _usage_summary(story, victims, variant)
     if decoys:
         summary += (
@@ -233,8 +233,9 @@ def _usage_summary(story: Story, victims: list[Invoice], variant: str) -> str:
         correct = invoice.correct
         assert correct is not None
         parts.append(
-            f"{invoice.id} (period start {invoice.billed.period_start.isoformat()}: "
-            f"{correct.usage_units} units recorded, billed as {invoice.billed.usage_units} units "
+            f"{invoice.id} (usage of the period before "
+            f"{invoice.billed.period_start.isoformat()}: {correct.usage_units} units recorded, "
+            f"billed as {invoice.billed.usage_units} units "
             f"with {invoice.billed.plan.included_units} included; overcharge "
             f"{format_cents(overcharge(invoice))} {invoice.billed.currency})"
         )
@@ -293,7 +294,7 @@ def currency_conversion_error(b: WorldBuilder) -> FaultOutcome:
                 f"its period start {start.isoformat()}"
             )
         lines[-1] += f" (overcharge {format_cents(overcharge(invoice))} {currency})"
-    evidence = [recompute(inv, fx_rate_date=inv.billed.period_start.isoformat()) for inv in victims]
+    evidence = [recompute(inv, fx_rate_date=_issue_day(inv)) for inv in victims]
     summary = (
         "Invoice "
         + "; invoice ".join(lines)
@@ -318,6 +319,12 @@ def currency_conversion_error(b: WorldBuilder) -> FaultOutcome:
         traps=["fx_jump_billed_correctly"] if decoys else [],
         variant=variant,
     )
+
+
+def _issue_day(invoice: Invoice) -> str:
+    """The day whose rate is right: the issue day, as the correct inputs record it."""
+    assert invoice.correct is not None
+    return invoice.correct.fx_rate_date.isoformat()
 
 
 def _put_fx(b: WorldBuilder, day: date, rate: Fraction) -> None:

@@ -302,6 +302,7 @@ def tax_exempt_charged(b: WorldBuilder) -> FaultOutcome:
         decoys.append(by_start[starts[first - 1]])
     if last < n - 1:
         decoys.append(by_start[starts[last + 1]])
+    variant = "window_opened_late" if first > 0 else "covered"
     taxes = [format_cents(inv.billed_amounts().tax_cents) for inv in victims]
     cur = b.customer.currency
     summary = (
@@ -325,7 +326,7 @@ def tax_exempt_charged(b: WorldBuilder) -> FaultOutcome:
         summary=summary,
         slots={**_tax_slots(victims[0]), "certificate": certificate},
         traps=traps,
-        variant="window_opened_late" if first > 0 else "covered",
+        variant=variant,
     )
 
 

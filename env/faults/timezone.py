@@ -15,7 +15,13 @@ from env.billing import compute_invoice
 from env.builder import WorldBuilder
 from env.calendar import add_months, days, local_to_utc, utc_date
 from env.faults.base import FaultOutcome, call, recompute
-from env.faults.common import issue_unwarranted, periods_for, seats_for
+from env.faults.common import (
+    issue_unwarranted,
+    late_days,
+    periods_for,
+    seats_for,
+    unused_share,
+)
 from env.money import format_cents
 from env.story import Story
 from env.world import Invoice, Plan
@@ -55,12 +61,9 @@ def midnight_event(b: WorldBuilder, candidates: list[date], west: bool) -> tuple
 
 
 def daytime_event(b: WorldBuilder, candidates: list[date]) -> tuple[date, time]:
-    """A local (day, time) whose UTC date is the same day in every zone we use (11:00-15:59:
-    Sydney is UTC+11 in summer, Los Angeles UTC-8 in winter)."""
-    day = b.pick(candidates)
-    at = time(b.rng.randint(11, 15), b.pick((0, 10, 15, 25, 30, 45, 50)))
-    assert utc_date(local_to_utc(day, at, b.customer.timezone)) == day
-    return day, at
+    """A local (day, time) at any hour: outside this class an event's hour changes nothing,
+    because billing always reads the local date (design §1.2)."""
+    return b.pick(candidates), b.work_time()
 
 
 def plan_pair(b: WorldBuilder, plans: dict[str, Plan], *, upgrade: bool) -> tuple[Plan, Plan]:
@@ -70,15 +73,11 @@ def plan_pair(b: WorldBuilder, plans: dict[str, Plan], *, upgrade: bool) -> tupl
 
 
 def fill_usage_by_plan(b: WorldBuilder, story: Story) -> None:
-    """Usage for every period whose billed plan (the one after any mid-period change) meters."""
-    for k in range(story.periods):
-        start, end = story.period(k)
-        mid = [c for c in story.plan_changes if start < c[0] < end]
-        current = max(mid, key=lambda c: c[0])[1] if mid else story.plan_at(start)
-        if current.overage_unit_price_cents:
-            units = int(current.included_units * b.rng.uniform(0.6, 1.8))
-            story.usage[start] = units
-            story.sub.usage.append((start.isoformat(), end.isoformat(), units))
+    """Usage records of every finished period whose plan at its end meters (billed in arrears
+    on the next invoice)."""
+    for k in range(story.periods - 1):
+        if story.plan_at(story.period(k)[1] - days(1)).overage_unit_price_cents:
+            b.record_usage(story, k)
 
 
 def seat_change(story: Story, day: date, at: time, seats: int, **extra: str) -> None:
@@ -157,11 +156,12 @@ def _plan_change(b: WorldBuilder, west: bool) -> FaultOutcome:
     tz = b.customer.timezone
     old, new = plan_pair(b, b.make_catalog(), upgrade=not west)
     periods = periods_for(b)
-    low, high = {"L1": (0, periods - 1), "L2": (0, periods - 2), "L3": (1, periods - 1)}[
+    periods = max(periods, 3 if b.difficulty == "L3" else 2)
+    low, high = {"L1": (0, periods - 2), "L2": (0, periods - 2), "L3": (1, periods - 2)}[
         b.difficulty
     ]
     k = b.rng.randint(low, high)
-    anchor, (day, at) = _midnight_in_period(b, k, west)
+    anchor, (day, at) = _midnight_in_period(b, k, west, unused_share(old, new))
     reverse = b.difficulty == "L3"  # near miss: the opposite change earlier, prorated correctly
     story = b.make_story(
         new if reverse else old, seats=seats_for(b, old), periods=periods, anchor=anchor
@@ -170,7 +170,7 @@ def _plan_change(b: WorldBuilder, west: bool) -> FaultOutcome:
     if reverse:
         j = b.rng.randrange(k)
         j_start, j_end = story.period(j)
-        j_day, j_at = daytime_event(b, span(j_start + days(1), j_end - days(1)))
+        j_day, j_at = daytime_event(b, late_days(j_start, j_end, new, old))
         story.plan_changes.append((j_day, old))
         story.event(j_day, j_at, "plan_changed", _change(new, old))
         traps.append("correct_proration_decoy")
@@ -184,7 +184,7 @@ def _plan_change(b: WorldBuilder, west: bool) -> FaultOutcome:
     fill_usage_by_plan(b, story)
     invoices = b.bill(story)
     story.sub.plan_id = new.id  # bill() takes the plan at the last period's start
-    victim = invoices[k]
+    victim = invoices[k + 1]  # the change in period k is prorated on the next invoice
     billed_day = utc_date(stamp)
     b.rebill(victim, plan_change_date=billed_day)
     over = _overcharge(victim)
@@ -192,8 +192,8 @@ def _plan_change(b: WorldBuilder, west: bool) -> FaultOutcome:
     evidence = [recompute(victim, plan_change_date=day.isoformat())]
     focus = [victim]
     if reverse:
-        focus.append(invoices[j])
-        evidence.append(recompute(invoices[j], plan_change_date=j_day.isoformat()))
+        focus.append(invoices[j + 1])
+        evidence.append(recompute(invoices[j + 1], plan_change_date=j_day.isoformat()))
     direction = "downgrade" if west else "upgrade"
     cur = victim.billed.currency
     summary = (
@@ -214,13 +214,17 @@ def _plan_change(b: WorldBuilder, west: bool) -> FaultOutcome:
     )
 
 
-def _midnight_in_period(b: WorldBuilder, k: int, west: bool) -> tuple[date, tuple[date, time]]:
+def _midnight_in_period(
+    b: WorldBuilder, k: int, west: bool, unused: float = 1.0
+) -> tuple[date, tuple[date, time]]:
     """An anchor and a crossing event inside period k, two days clear of both its ends so
-    the local and UTC dates both fall strictly inside the period."""
+    the local and UTC dates both fall strictly inside the period, and late enough that at most
+    `unused` of the period is left after it."""
     for _ in range(100):  # only London and Dublin ever retry: they are on UTC in winter
         anchor = draw_anchor(b)
         start, end = add_months(anchor, k), add_months(anchor, k + 1)
-        found = midnight_event(b, span(start + days(2), end - days(2)), west)
+        first = max(start + days(2), end - days(int((end - start).days * unused)))
+        found = midnight_event(b, span(min(first, end - days(3)), end - days(2)), west)
         if found is not None:
             return anchor, found
     raise AssertionError(f"no event near midnight crosses the UTC date in {b.customer.timezone}")
@@ -278,8 +282,7 @@ def _cancellation(b: WorldBuilder) -> FaultOutcome:
 def _bill_left_period(b: WorldBuilder, story: Story, k: int) -> Invoice:
     """The invoice the billing system issued for a period after the cancellation took effect."""
     inputs = story.inputs(k, b)
-    invoice_id = b.new_id("INV")  # drawn before the hour: the rng order fixes every scenario
-    return issue_unwarranted(b, story, inputs, invoice_id, time(b.rng.randint(1, 6), 0))
+    return issue_unwarranted(b, story, inputs, b.new_id("INV"), story.time_of_day())
 
 
 def _trial_end(b: WorldBuilder) -> FaultOutcome:
@@ -287,11 +290,21 @@ def _trial_end(b: WorldBuilder) -> FaultOutcome:
     plans = b.make_catalog()
     plan = b.pick([p for p in plans.values() if p.trial_days and not p.overage_unit_price_cents])
     tz = b.customer.timezone
+    early = b.pick(EARLY)
     anchor = draw_anchor(b)  # the trial's end; periods start trial_days earlier, on day <= 28
-    while (anchor - days(plan.trial_days)).day > 28 or not crosses(anchor, time(0, 0), tz, False):
+    while (anchor - days(plan.trial_days)).day > 28 or not crosses(anchor, early, tz, False):
         anchor = draw_anchor(b)
     periods = periods_for(b)
     story = b.make_story(plan, seats=seats_for(b, plan), periods=periods, anchor=anchor, trial=True)
+    # signed up just after local midnight: the trial ends N days later at that time of day
+    start = anchor - days(plan.trial_days)
+    story.sub.started_at = local_to_utc(start, early, tz)
+    for event in story.sub.events:
+        if event.type in ("created", "trial_started"):
+            event.occurred_at = story.sub.started_at
+    ended = next(e for e in story.sub.events if e.type == "trial_ended")
+    ended.occurred_at = local_to_utc(anchor, early, tz)
+    story.sub.events.sort(key=lambda e: e.occurred_at)
     traps: list[str] = []
     if b.difficulty == "L2":
         traps.append(legit_decoy(b, story, list(range(1, periods)), 0) or "")
@@ -304,10 +317,11 @@ def _trial_end(b: WorldBuilder) -> FaultOutcome:
     b.rebill(victim, proration_start=billed_from)
     over = _overcharge(victim)
     assert over > 0, f"a trial day must cost something, got {over}"
-    stamp = local_to_utc(trial_end, time(0, 0), tz)
+    stamp = ended.occurred_at
     cur = victim.billed.currency
     summary = (
-        f"The trial_ended event at {stamp} (UTC) is {trial_end.isoformat()} 00:00 in the "
+        f"The trial_ended event at {stamp} (UTC) is {trial_end.isoformat()} "
+        f"{early.strftime('%H:%M')} in the "
         f"customer's timezone {tz}, but invoice {victim.id} started charging on the UTC date "
         f"{billed_from.isoformat()}. Recomputed with proration_start {trial_end.isoformat()}, the "
         f"difference is {format_cents(over)} {cur}, one trial day, which is refunded."

@@ -8,10 +8,10 @@ from collections import Counter
 from typing import Any
 
 from agent.filter import main, progress_path, read_filter
-from agent.scripted_server import ScriptedOpenAIServer, text_turn, tool_call_turn
 from env.generator import generate
 from env.scenario import reveal_truth
 from env.splits import split_seeds
+from tests.support.scripted_server import ScriptedOpenAIServer, text_turn, tool_call_turn
 
 
 def test_the_reference_solves_every_scenario_every_time(tmp_path, capsys):

@@ -135,3 +135,31 @@ def test_a_closed_port_is_unreachable_in_one_line():
 
     with pytest.raises(PolicyError, match="cannot reach"):
         check_reachable(target)
+
+
+def test_an_entry_sets_timeout_context_and_sampling_for_its_policy(tmp_path):
+    path = registry_file(
+        tmp_path,
+        '[models.m]\nkind = "openai"\nmodel = "m"\nbase_url = "http://127.0.0.1:9/v1"\n'
+        "timeout_s = 12.5\ncontext_length = 4096\nsampling = { top_p = 0.9, top_k = 20 }\n",
+    )
+    target = resolve_model("m", registry_path=path)
+    policy = build_policy(target)
+
+    assert (target.timeout_s, target.context_length) == (12.5, 4096)
+    assert isinstance(policy, OpenAICompatiblePolicy)
+    assert policy.guard.context_length == 4096
+    assert policy._client.timeout == 12.5
+    assert policy._params["top_p"] == 0.9 and policy._params["extra_body"] == {"top_k": 20}
+
+
+def test_the_context_length_comes_from_the_servers_model_list():
+    from agent.registry import server_context_length
+    from tests.support.scripted_server import ScriptedOpenAIServer, text_turn
+
+    with ScriptedOpenAIServer(lambda body: text_turn("ok"), max_model_len=8192) as server:
+        target = ModelTarget("x", "openai", "scripted", server.base_url)
+        assert server_context_length(target) == 8192
+    with ScriptedOpenAIServer(lambda body: text_turn("ok")) as server:
+        unknown = ModelTarget("x", "openai", "scripted", server.base_url)
+        assert server_context_length(unknown) is None

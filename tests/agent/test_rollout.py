@@ -10,17 +10,24 @@ import pytest
 
 from agent.api_policies import OpenAICompatiblePolicy, _classify
 from agent.art_import import art
-from agent.policy import ContextLengthExceeded, PolicyError, TransientPolicyError
+from agent.policy import (
+    ContextLengthExceeded,
+    PolicyError,
+    ServerUnreachable,
+    TransientPolicyError,
+)
 from agent.program_policy import reference_policy
+from agent.retry import RetryBudgetSpent, RetrySettings, ServerWatch
 from agent.rollout import RolloutConfig, run_episode
-from agent.scripted_server import (
+from env.generator import generate
+from env.scenario import reveal_truth
+from tests.support.scripted_server import (
     ScriptedOpenAIServer,
+    malformed_call_turn,
     replay_responder,
     text_turn,
     tool_call_turn,
 )
-from env.generator import generate
-from env.scenario import reveal_truth
 
 SCENARIO = ("eval", 100000)
 
@@ -77,7 +84,7 @@ def test_transient_errors_are_retried_and_do_not_count_as_turns():
         policy = OpenAICompatiblePolicy(
             base_url=server.base_url, model_name="scripted", api_key="x"
         )
-        result = run(policy, scenario, backoff_s=0.01)
+        result = run(policy, scenario, retry=RetrySettings(backoff_s=0.01))
     assert result.stats.retries == 2
     assert result.stats.turns == len(reveal_truth(scenario).reference)
     assert result.reward.success
@@ -129,3 +136,104 @@ def _bad_request(message: str) -> openai.BadRequestError:
 def test_a_context_overflow_ends_one_episode_but_other_bad_requests_stop_the_run(message, kind):
     assert isinstance(_classify(_bad_request(message), "vllm"), kind)
     assert not isinstance(_classify(_bad_request(message), "vllm"), TransientPolicyError)
+
+
+FAST = RetrySettings(backoff_s=0.01, backoff_max_s=0.05, unreachable_after_s=0.3)
+
+
+def http_policy(server: ScriptedOpenAIServer, **kwargs) -> OpenAICompatiblePolicy:
+    return OpenAICompatiblePolicy(
+        base_url=server.base_url, model_name="scripted", api_key="x", **kwargs
+    )
+
+
+def test_a_persistent_plain_500_ends_the_episode_as_a_server_error_after_two_retries():
+    scenario = generate(*SCENARIO)
+    script = [tool_call_turn("get_invoice", '{"invoice_id": ')] * 3
+    with ScriptedOpenAIServer(replay_responder(script), malformed_calls="http500") as server:
+        result = run(http_policy(server), scenario, retry=FAST)
+        asked = len(server.requests)
+
+    assert asked == 3  # the request and two retries; never resampled until it parses
+    assert result.stats.end_reason == "server_error"
+    assert result.error == "HTTP 500: Internal Server Error (" + server.base_url + ")"
+    assert result.stats.retry_causes[0].startswith("HTTP 500")
+    assert not result.reward.submitted
+
+
+def test_a_malformed_call_returned_as_text_is_scored_as_a_text_reply_with_the_raw_call():
+    scenario = generate(*SCENARIO)
+    script = [
+        tool_call_turn("get_customer", {"customer_id": scenario.customer_id}),
+        malformed_call_turn("get_invoice"),
+    ]
+    with ScriptedOpenAIServer(replay_responder(script)) as server:
+        result = run(http_policy(server), scenario)
+
+    assert result.stats.end_reason == "text_reply"
+    assert result.stats.finish_reasons == ["tool_calls", "stop"]
+    assert "<tool_call>" in result.messages[-1]["content"]
+    assert result.error is None and result.record.tool_calls == 1
+
+
+def test_vllm_style_malformed_tool_calls_become_text_too():
+    scenario = generate(*SCENARIO)
+    script = [tool_call_turn("get_invoice", '{"invoice_id": ')]
+    with ScriptedOpenAIServer(replay_responder(script), malformed_calls="text") as server:
+        result = run(http_policy(server), scenario)
+
+    assert result.stats.end_reason == "text_reply"
+    assert '"name": "get_invoice"' in result.messages[-1]["content"]
+
+
+def test_a_length_cut_reply_ends_as_finish_length_and_peak_context_is_kept():
+    scenario = generate(*SCENARIO)
+    script = [{"content": "Let me think about the invoices and", "finish_reason": "length"}]
+    with ScriptedOpenAIServer(replay_responder(script)) as server:
+        result = run(http_policy(server), scenario)
+
+    assert result.stats.end_reason == "finish_length"
+    assert result.stats.peak_context_tokens > 100
+    assert result.stats.generation_s > 0
+
+
+def test_refused_connections_for_the_configured_time_stop_the_run():
+    scenario = generate(*SCENARIO)
+    server = ScriptedOpenAIServer(replay_responder(reference_script(scenario))).start()
+    policy = http_policy(server)
+    server.stop()
+
+    with pytest.raises(ServerUnreachable, match="every connection refused"):
+        run(policy, scenario, retry=FAST)
+
+
+def test_transient_failures_stop_when_the_runs_retry_budget_is_spent():
+    scenario = generate(*SCENARIO)
+    with ScriptedOpenAIServer(replay_responder(reference_script(scenario))) as server:
+        server.fail_next(1000, 503)
+        with pytest.raises(RetryBudgetSpent, match="retry budget"):
+            run(http_policy(server), scenario, retry=FAST, watch=ServerWatch(budget_s=0.2))
+
+
+def test_every_retry_is_reported_with_its_cause():
+    scenario = generate(*SCENARIO)
+    lines: list[str] = []
+    with ScriptedOpenAIServer(replay_responder(reference_script(scenario))) as server:
+        server.fail_next(1, 429)
+        server.fail_next(1, 502)
+        result = run(http_policy(server), scenario, retry=FAST, report=lines.append)
+
+    assert result.stats.retry_causes == ["HTTP 429", "HTTP 502"]
+    assert "HTTP 429" in lines[0] and scenario.scenario_id in lines[0]
+    assert result.stats.end_reason == "submitted" and result.reward.success
+
+
+def test_the_servers_retry_after_is_honoured():
+    scenario = generate(*SCENARIO)
+    script = replay_responder(reference_script(scenario))
+    with ScriptedOpenAIServer(script, retry_after_s=0.3) as server:
+        server.fail_next(1, 429)
+        result = run(http_policy(server), scenario, retry=FAST)
+
+    assert result.stats.retry_causes == ["HTTP 429"]
+    assert result.stats.queue_s >= 0.3 and result.reward.success

@@ -18,7 +18,7 @@ import openai
 import pytest
 from openai.types.chat.chat_completion import Choice
 
-from agent.scripted_server import (
+from tests.support.scripted_server import (
     ScriptedOpenAIServer,
     replay_responder,
     text_turn,
@@ -280,3 +280,48 @@ def test_stopping_releases_the_port_even_with_a_kept_alive_connection():
         again.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         again.bind(("127.0.0.1", port))
     assert not any(t.name == f"scripted-openai-{port}" for t in threading.enumerate())
+
+
+def test_a_malformed_call_comes_back_as_text_like_vllm_or_as_a_plain_500_like_transformers():
+    turn = {"content": None, "tool_calls": [tool_call("get_invoice", MALFORMED)]}
+    with ScriptedOpenAIServer(lambda body: turn, malformed_calls="text") as running:
+        choice = chat(running.base_url, USER, tools=TOOLS).choices[0]
+    assert choice.message.tool_calls == [] and choice.finish_reason == "stop"
+    expected = f'<tool_call>\n{{"name": "get_invoice", "arguments": {MALFORMED}\n</tool_call>'
+    assert choice.message.content == expected
+
+    with (
+        ScriptedOpenAIServer(lambda body: turn, malformed_calls="http500") as running,
+        pytest.raises(openai.InternalServerError) as failure,
+    ):
+        chat(running.base_url, USER, tools=TOOLS)
+    assert failure.value.status_code == 500
+    assert failure.value.response.text == "Internal Server Error"
+
+
+def test_a_dead_server_restarts_on_the_same_port():
+    running = ScriptedOpenAIServer(lambda body: text_turn("ok"), die_after=0).start()
+    port = running.port
+    with pytest.raises(openai.APIConnectionError):
+        chat(running.base_url, USER)
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", port), timeout=1)
+
+    running.die_after = None
+    with running:
+        assert running.port == port
+        assert chat(running.base_url, USER).choices[0].message.content == "ok"
+
+
+def test_max_model_len_is_listed_and_enforced_like_vllm():
+    async def models(base_url: str) -> list[Any]:
+        async with openai.AsyncOpenAI(base_url=base_url, api_key="x") as client:
+            return [model async for model in client.models.list()]
+
+    with ScriptedOpenAIServer(lambda body: text_turn("ok"), max_model_len=64) as running:
+        (listed,) = asyncio.run(models(running.base_url))
+        with pytest.raises(openai.BadRequestError, match="maximum context length is 64"):
+            chat(running.base_url, USER, max_tokens=60)
+        assert chat(running.base_url, USER, max_tokens=8).choices[0].message.content == "ok"
+
+    assert listed.model_extra["max_model_len"] == 64

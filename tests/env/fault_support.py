@@ -105,10 +105,12 @@ def replay(scenario: Scenario) -> LedgerEnv:
 
 
 def credit_notes(episode: LedgerEnv) -> dict[str, int]:
-    """Credited cents per invoice, summed as the grader sums them."""
+    """Credited cents per invoice by this episode, summed as the grader sums them (credit notes
+    support issued before the dispute are part of the world, not of the episode)."""
     rows = query(
         episode.final_database(),
-        "SELECT invoice_id, SUM(amount_cents) FROM credit_notes GROUP BY invoice_id",
+        "SELECT invoice_id, SUM(amount_cents) FROM credit_notes WHERE episode_id IS NOT NULL "
+        "GROUP BY invoice_id",
     )
     return {invoice_id: int(cents) for invoice_id, cents in rows}
 

@@ -88,9 +88,12 @@ def test_trial_ending_inside_the_period_prorates_from_the_trial_end() -> None:
 
 
 def test_an_empty_charged_window_bills_nothing() -> None:
+    # a trial's zero invoice: one line at 0.00 that says so
     empty = inputs(proration_start=date(2025, 1, 20), proration_end=date(2025, 1, 20))
     amounts = compute_invoice(empty.with_overrides(tax_rate=Fraction(19, 100)))
-    assert amounts.lines == ()
+    (line,) = amounts.lines
+    assert (line.amount_cents, line.quantity) == (0, 3)
+    assert line.description == "Team (PLN-TEAM) free trial, 2025-01-01 to 2025-02-01"
     assert (amounts.subtotal_cents, amounts.discount_cents, amounts.tax_cents) == (0, 0, 0)
     assert amounts.total_cents == 0
 
@@ -145,7 +148,9 @@ def test_metered_overage_bills_units_beyond_the_included_ones() -> None:
     base, usage = amounts.lines
     assert base.amount_cents == 14900
     assert (usage.quantity, usage.amount_cents) == (500, 1000)
-    assert usage.description == "Usage overage: 1500 units, 1000 included, 500 billed at 0.02 USD"
+    assert usage.description == (
+        "Usage overage, 2024-12-01 to 2025-01-01: 1500 units, 1000 included, 500 billed at 0.02 USD"
+    )
     assert amounts.total_cents == 15900
 
 
@@ -253,3 +258,26 @@ def test_the_hand_written_world_bills_the_hand_worked_totals() -> None:
     draft = hand_draft()
     assert {inv.id: inv.billed_amounts().total_cents for inv in draft.invoices} == TOTALS
     assert draft.overcharges() == {"INV-HAND01": 12875}
+
+
+def test_a_plan_change_in_the_previous_period_is_prorated_on_this_invoice() -> None:
+    # Feb invoice, Team -> Starter... upgrade Starter (29.00 flat) -> Team (49.00 x 3) on 21 Jan:
+    # 11 of January's 31 days: credit 2900 x 11/31 = 1029.03 -> -1029,
+    # charge 4900 x 3 x 11/31 = 5216.13 -> 5216; advance Feb: 14700
+    amounts = compute_invoice(
+        inputs(FEB, previous_plan=STARTER, previous_seats=3, plan_change_date=date(2025, 1, 21))
+    )
+    assert [line.amount_cents for line in amounts.lines] == [14700, -1029, 5216]
+    assert amounts.lines[1].description.startswith("Unused time on Starter (PLN-STARTER) x 1")
+    assert amounts.total_cents == 14700 - 1029 + 5216
+
+
+def test_a_plan_change_before_the_previous_period_is_refused() -> None:
+    with pytest.raises(BillingError, match="before the previous period"):
+        compute_invoice(inputs(FEB, previous_plan=STARTER, plan_change_date=date(2024, 12, 31)))
+
+
+def test_usage_is_labelled_with_the_previous_period() -> None:
+    amounts = compute_invoice(inputs(FEB, plan=GROWTH, seats=1, usage_units=1500))
+    assert amounts.lines[-1].description.startswith("Usage overage, 2025-01-01 to 2025-02-01")
+    assert amounts.lines[-1].amount_cents == 1000  # 500 units x 2 cents

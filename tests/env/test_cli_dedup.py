@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from env.dedup import TrainIndex, jaccard, main, normalise, shingles
+from env.dedup import TrainIndex, body_of, jaccard, main, mask_body, normalise, shingles
 
 ROOT = Path(__file__).resolve().parents[2]
 TWIN_A = "Hello, INV-7F3K2Q was billed 120.40 EUR on 2025-03-01 for 5 seats. Please fix it."
@@ -65,7 +65,36 @@ def test_main_reports_the_distribution_and_no_exact_duplicates(
     out = capsys.readouterr().out
     assert "most-similar train complaint (word 3-gram Jaccard, first 60 train):" in out
     assert "eval+heldout  n=150" in out and "heldout       n=50" in out
+    assert "masked-body matches (ids, names, numbers, months masked): 0" in out
     assert out.strip().splitlines()[-1] == "exact duplicates: 0"
+
+
+def test_masking_leaves_only_the_template() -> None:
+    a = "We have 12 seats, yet INV-7F3K2Q (March 2025) charges 120.40 EUR for Team. Aaron Abbott"
+    b = "We have 3 seats, yet INV-Q9ZZ2A (June 2026) charges 99.00 USD for Business. Agnes Bellamy"
+    assert mask_body(a) == mask_body(b)
+    assert mask_body(a) != mask_body("We have 12 seats and INV-7F3K2Q is fine.")
+    assert mask_body("Coupon SAVE15 and WELCOME20") == mask_body("Coupon LOYAL30 and BOOST5")
+
+
+def test_a_train_body_reused_in_eval_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Plant one train complaint's body in every eval complaint: the command must fail."""
+    from env import dedup
+
+    real = dedup.complaint_of
+    planted = real("train", 1_000_000)
+
+    def fake(split: str, seed: int) -> str:
+        text = real(split, seed)
+        if split == "train":
+            return text
+        parts = text.split("\n\n")
+        parts[1] = body_of(planted)
+        return "\n\n".join(parts)
+
+    monkeypatch.setattr(dedup, "complaint_of", fake)
+    monkeypatch.setattr(dedup, "map_seeds", lambda fn, split, seeds: [fn(split, s) for s in seeds])
+    assert main(["--train-limit", "5"]) == 1
 
 
 @pytest.mark.parametrize(

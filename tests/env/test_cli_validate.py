@@ -17,7 +17,13 @@ from typing import Any
 import pytest
 
 from env.scenario import Scenario, ToolCall, reveal_truth
-from env.validate import check_scenario, main, shows_amount, untouched_problems
+from env.validate import (
+    invariant_problems,
+    main,
+    replay_problems,
+    shows_amount,
+    untouched_problems,
+)
 from tests.env.conftest import MARCH, query
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,18 +34,18 @@ def with_truth(scenario: Scenario, **changes: Any) -> Scenario:
 
 
 def test_the_hand_scenario_reference_replays_cleanly(hand_scenario: Scenario) -> None:
-    assert check_scenario(hand_scenario) == []
+    assert replay_problems(hand_scenario) == []
 
 
 def test_credits_that_differ_from_the_expected_ones_are_reported(hand_scenario: Scenario) -> None:
     bent = with_truth(hand_scenario, expected_credits={MARCH: 12000})
-    problems = check_scenario(bent)
+    problems = replay_problems(bent)
     assert any(p.startswith("credits {INV-HAND01: 128.75} != expected") for p in problems)
 
 
 def test_findings_that_differ_from_the_truth_are_reported(hand_scenario: Scenario) -> None:
     bent = with_truth(hand_scenario, label="proration_error", overcharges={MARCH: 100})
-    problems = check_scenario(bent)
+    problems = replay_problems(bent)
     assert "findings label duplicate_payment != truth proration_error" in problems
     assert any(p.startswith("findings {INV-HAND01: 128.75} != truth") for p in problems)
 
@@ -49,7 +55,7 @@ def test_an_overcharge_only_echoed_by_the_credit_note_is_not_evidence(
 ) -> None:
     # without list_payments, 128.75 appears only in draft_credit_note's echo of its argument
     steps = tuple(s for s in reveal_truth(hand_scenario).reference if s.name != "list_payments")
-    problems = check_scenario(with_truth(hand_scenario, reference=steps))
+    problems = replay_problems(with_truth(hand_scenario, reference=steps))
     assert problems == ["overcharge 128.75 of INV-HAND01 is in no tool output"]
 
 
@@ -62,7 +68,7 @@ def test_an_amount_counts_as_shown_only_as_a_whole_number() -> None:
 def test_a_reference_call_that_errors_is_reported(hand_scenario: Scenario) -> None:
     bad = ToolCall("get_invoice", {"invoice_id": "INV-NOSUCH"})
     steps = (bad, *reveal_truth(hand_scenario).reference)
-    problems = check_scenario(with_truth(hand_scenario, reference=steps))
+    problems = replay_problems(with_truth(hand_scenario, reference=steps))
     assert len(problems) == 1 and problems[0].startswith("tool error at call 1 (get_invoice)")
 
 
@@ -120,3 +126,18 @@ def test_the_module_runs_as_a_command() -> None:
     )
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
     assert bad.stderr.count("\n") == 1
+
+
+def test_the_invariants_flag_a_world_v1_timeline(hand_scenario: Scenario) -> None:
+    # the hand scenario predates world v2: it prorates a change inside the invoice's own
+    # period and bills usage of the period just begun; the invariants name both
+    problems = invariant_problems(hand_scenario)
+    assert any("prorates a change on 2025-04-11 inside its own period" in p for p in problems)
+    assert any("usage" in p for p in problems)
+
+
+def test_generated_scenarios_pass_the_invariants() -> None:
+    from env.generator import generate
+
+    for seed in range(100_000, 100_013):
+        assert invariant_problems(generate("eval", seed)) == []

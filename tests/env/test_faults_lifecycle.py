@@ -33,12 +33,8 @@ PER_LEVEL = 6
 
 
 def investigate_by_day(scenario: Scenario) -> tuple[LedgerEnv, str, dict[str, Any]]:
-    """`investigate`, with every timeline event at a daytime hour of the customer's zone."""
-    env, timezone, timeline = investigate(scenario)
-    for event in timeline["events"]:  # near-midnight events belong to the timezone class
-        at = local(event["occurred_at"], timezone)
-        assert 2 <= at.hour < 22, event
-    return env, timezone, timeline
+    """`investigate`; events fall at any local hour (design §1.2), dates are read locally."""
+    return investigate(scenario)
 
 
 def events_of(timeline: dict[str, Any], kind: str) -> list[dict[str, Any]]:
@@ -77,14 +73,21 @@ def test_seats_billed_exceed_the_count_set_by_the_seat_change_before_the_period(
 def test_invoices_after_cancellation_start_days_after_the_canceled_event(difficulty: str) -> None:
     for scenario in scenarios("billed_after_cancellation", difficulty, PER_LEVEL):
         env, timezone, timeline = investigate_by_day(scenario)
-        assert timeline["status"] == "canceled"
+        # an unprocessed cancellation may leave the row active: the event is the authority
+        assert timeline["status"] in ("canceled", "active")
         (canceled,) = events_of(timeline, "canceled")
-        assert canceled["details"]["effective"] == "at_period_end"
         canceled_on = local(canceled["occurred_at"], timezone).date()
+        ends_on = canceled["details"]["effective"]
         for victim, cents in reveal_truth(scenario).overcharges.items():
             invoice = ok(env, "get_invoice", invoice_id=victim)
+            if ends_on != "at_period_end":  # canceled on a date inside the victim's period
+                assert invoice["period_start"] < ends_on < invoice["period_end"]
+                fixed = ok(env, "recompute_invoice", invoice_id=victim, proration_end=ends_on)
+                assert fixed["difference"] == format_cents(cents)
+                continue
             assert (date.fromisoformat(invoice["period_start"]) - canceled_on).days >= 5
-            assert invoice["total"] == format_cents(cents)
+            left = cents + int(invoice["amount_credited"].replace(".", ""))  # earlier credit
+            assert invoice["total"] == format_cents(left)
         withdrawn = events_of(timeline, "renewed")
         assert len(events_of(timeline, "cancel_requested")) == 1 + len(withdrawn)
 
@@ -95,6 +98,10 @@ def test_trial_days_were_charged_before_the_trial_ended(difficulty: str) -> None
         env, timezone, timeline = investigate_by_day(scenario)
         (started,) = events_of(timeline, "trial_started")
         (ended,) = events_of(timeline, "trial_ended")
+        (zero,) = [i for i in ok(env, "list_invoices", customer_id=scenario.customer_id)[
+            "invoices"] if i["subscription_id"] == timeline["subscription_id"]
+            and i["total"] == "0.00"]  # fmt: skip
+        assert zero["issued_at"] == started["occurred_at"]  # the trial's zero invoice
         trial_end = local(ended["occurred_at"], timezone).date()
         trial_start = local(started["occurred_at"], timezone).date()
         assert (trial_end - trial_start).days == started["details"]["trial_days"]
@@ -115,7 +122,7 @@ def test_every_lifecycle_variant_is_generated() -> None:
         for build in builders:
             b = WorldBuilder(scenario_rng("test", i), name_pool="train", difficulty=LEVELS[i % 3])
             outcome = build(b)
-            seen[outcome.label].add(outcome.variant)
+            seen[outcome.label].add(outcome.variant.split("+")[0])  # "+earlier_credit" partials
     assert seen == {
         "seat_count_mismatch": set(SEAT_VARIANTS),
         "billed_after_cancellation": set(CANCEL_VARIANTS),

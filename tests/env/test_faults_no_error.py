@@ -13,7 +13,7 @@ from datetime import date
 
 import pytest
 
-from env.builder import WorldBuilder, data
+from env.builder import WorldBuilder
 from env.calendar import utc_date, utc_to_local_date
 from env.decoys import add_decoys
 from env.faults.base import FaultOutcome
@@ -54,7 +54,9 @@ def direct(variant: str, difficulty: str, seed: int) -> tuple[Scenario, FaultOut
 
 
 def credit_note_count(episode: LedgerEnv) -> int:
-    ((count,),) = query(episode.final_database(), "SELECT COUNT(*) FROM credit_notes")
+    ((count,),) = query(
+        episode.final_database(), "SELECT COUNT(*) FROM credit_notes WHERE episode_id IS NOT NULL"
+    )
     return int(count)
 
 
@@ -203,35 +205,27 @@ def test_the_billed_usage_matches_the_usage_record_and_exceeds_the_included_unit
         tools = Tools(scenario)
         invoice = tools.invoice(outcome.focus[0].id)
         timeline = tools.timeline_of(invoice)
-        (record,) = [u for u in timeline["usage"] if u["period_start"] == invoice["period_start"]]
+        # usage is billed in arrears: the record of the period that ended as this one began
+        (record,) = [u for u in timeline["usage"] if u["period_end"] == invoice["period_start"]]
         units = invoice["billing_inputs"]["usage_units"]
         assert record["units"] == units > timeline["plan"]["included_units"]
         assert any(line["quantity"] == units - timeline["plan"]["included_units"]
                    for line in invoice["lines"])  # fmt: skip
 
 
-def test_daytime_look_alike_events_keep_their_local_date_in_utc() -> None:
-    for variant in ("correct_proration", "seat_increase"):
-        for seed in range(10):
-            scenario, outcome = direct(variant, "L1", seed)
-            tools = Tools(scenario)
-            zone = tools("get_customer", customer_id=scenario.customer_id)["timezone"]
-            for event in tools.timeline_of(tools.invoice(outcome.focus[0].id))["events"]:
-                if event["type"] in ("plan_changed", "seats_changed"):
-                    stamp = event["occurred_at"]
-                    assert utc_to_local_date(stamp, zone) == utc_date(stamp)
-
-
-def test_complaint_bodies_fill_from_the_slots_each_variant_provides() -> None:
-    table = data("complaints/no_error.json")
-    assert len(table["L1"]) >= 6 and len(table["L2"]) >= 6
-    generic = {"invoice_id", "month", "total", "currency", "company", "plan", "amount"}
-    for variant in VARIANTS:
-        _, outcome = direct(variant, "L1", 0)
-        slots = dict.fromkeys(generic, "x") | outcome.slots
-        for level in LEVELS:
-            bodies = table[f"{variant}:{level}"]
-            assert len(bodies) >= 3
-            for body in bodies:
-                body.format(**slots)
-                assert ("{invoice_id}" in body) == (level == "L1")
+def test_look_alike_events_fall_at_any_hour_and_bill_by_their_local_date() -> None:
+    crossed = 0
+    for seed in range(16):
+        scenario, outcome = direct("correct_proration", "L1", seed)
+        tools = Tools(scenario)
+        zone = tools("get_customer", customer_id=scenario.customer_id)["timezone"]
+        invoice = tools.invoice(outcome.focus[0].id)
+        (event,) = [
+            e
+            for e in tools.timeline_of(invoice)["events"]
+            if e["type"] == "plan_changed" and e["details"]["effective"] == "immediately"
+        ]
+        local = utc_to_local_date(event["occurred_at"], zone)
+        crossed += local != utc_date(event["occurred_at"])
+        assert invoice["billing_inputs"]["plan_change_date"] == local.isoformat()
+    assert crossed > 0  # near-midnight events occur outside the timezone class, harmlessly

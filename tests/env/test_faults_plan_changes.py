@@ -8,10 +8,10 @@ plan_changed event against the invoice) must be visible through the agent's own 
 from __future__ import annotations
 
 from datetime import date
-from typing import Any
 
 import pytest
 
+from env.billing import previous_period_start
 from env.builder import WorldBuilder
 from env.faults.plan_changes import (
     DOWNGRADE_VARIANTS,
@@ -26,13 +26,6 @@ from tests.env.conftest import ok
 from tests.env.fault_support import LEVELS, check_reference, investigate, local, scenarios
 
 PER_LEVEL = 6
-
-
-def assert_events_far_from_midnight(timeline: dict[str, Any], timezone: str) -> None:
-    for event in timeline["events"]:
-        at = local(event["occurred_at"], timezone)
-        minutes = at.hour * 60 + at.minute
-        assert 120 <= minutes <= 22 * 60, event
 
 
 @pytest.mark.parametrize("difficulty", LEVELS)
@@ -53,7 +46,6 @@ def test_proration_invoice_records_another_date_than_the_immediate_plan_change(
 ) -> None:
     for scenario in scenarios("proration_error", difficulty, PER_LEVEL):
         env, timezone, timeline = investigate(scenario)
-        assert_events_far_from_midnight(timeline, timezone)
         changes = [
             local(e["occurred_at"], timezone).date()
             for e in timeline["events"]
@@ -62,8 +54,9 @@ def test_proration_invoice_records_another_date_than_the_immediate_plan_change(
         (victim, cents) = next(iter(reveal_truth(scenario).overcharges.items()))
         invoice = ok(env, "get_invoice", invoice_id=victim)
         start = date.fromisoformat(invoice["period_start"])
-        end = date.fromisoformat(invoice["period_end"])
-        change = next(day for day in changes if start < day < end)
+        date.fromisoformat(invoice["period_end"])
+        # prorated on the next invoice: the change lies in the period before this one
+        change = next(day for day in changes if previous_period_start(start) < day < start)
         recorded = date.fromisoformat(invoice["billing_inputs"]["plan_change_date"])
         assert abs((recorded - change).days) >= 3  # never a one-day timezone slip
         fixed = ok(env, "recompute_invoice", invoice_id=victim, plan_change_date=str(change))
@@ -79,10 +72,13 @@ def test_proration_decoy_change_in_another_period_is_prorated_correctly(difficul
         mine = [i for i in listed if i["subscription_id"] == timeline["subscription_id"]]
         checked = 0
         for event in timeline["events"]:
-            if event["type"] != "plan_changed":
+            if event["type"] != "plan_changed" or event["details"]["effective"] != "immediately":
                 continue
             day = local(event["occurred_at"], timezone).date().isoformat()
-            invoice = next(i for i in mine if i["period_start"] < day < i["period_end"])
+            later = [i for i in mine if i["period_start"] > day]  # the next invoice prorates it
+            if not later:
+                continue  # a change in the current period: no invoice carries it yet
+            invoice = min(later, key=lambda i: i["period_start"])
             if invoice["invoice_id"] in truth.overcharges:
                 continue
             result = ok(
@@ -99,7 +95,6 @@ def test_downgrade_scheduled_at_period_end_precedes_every_invoice_still_on_the_o
 ) -> None:
     for scenario in scenarios("downgrade_not_applied", difficulty, PER_LEVEL):
         env, timezone, timeline = investigate(scenario)
-        assert_events_far_from_midnight(timeline, timezone)
         scheduled = [
             e
             for e in timeline["events"]
@@ -108,7 +103,6 @@ def test_downgrade_scheduled_at_period_end_precedes_every_invoice_still_on_the_o
         assert len(scheduled) == 1
         details = scheduled[0]["details"]
         requested = local(scheduled[0]["occurred_at"], timezone).date().isoformat()
-        assert timeline["plan"]["plan_id"] == details["to_plan_id"]
         for victim, cents in reveal_truth(scenario).overcharges.items():
             invoice = ok(env, "get_invoice", invoice_id=victim)
             assert requested < invoice["period_start"]

@@ -12,6 +12,7 @@ from datetime import date, timedelta
 
 import pytest
 
+from env.calendar import utc_to_local_date
 from env.money import parse_amount
 from env.scenario import reveal_truth
 from tests.env.fault_support import LEVELS, Tools, all_levels, check_reference, scenarios
@@ -116,14 +117,16 @@ def test_the_exemption_window_covers_each_overcharged_invoice_and_the_tax_is_the
         tools = Tools(scenario)
         certificate = tools.customer()["exemption_certificate"]
         assert certificate is not None
+        timezone = tools.customer()["timezone"]
         for invoice_id, cents in reveal_truth(scenario).overcharges.items():
             invoice = tools.invoice(invoice_id)
-            start = invoice["period_start"]
-            assert certificate["valid_from"] <= start < certificate["valid_until"]
+            issued = utc_to_local_date(invoice["issued_at"], timezone).isoformat()
+            assert certificate["valid_from"] <= issued < certificate["valid_until"]
             assert invoice["tax"]["exempt"] is False
-            assert parse_amount(invoice["tax"]["amount"]) == cents
+            tax = parse_amount(invoice["tax"]["amount"])
+            assert tax - parse_amount(invoice["amount_credited"]) == cents  # earlier credit
             again = tools("recompute_invoice", invoice_id=invoice_id, tax_exempt=True)
-            assert parse_amount(again["difference"]) == cents
+            assert parse_amount(again["difference"]) == tax
 
 
 def test_invoices_inside_the_window_are_exempt_and_those_outside_are_rightly_taxed() -> None:

@@ -289,8 +289,10 @@ def _investigate(env: LedgerEnv, customer_id: str, true_label: str) -> None:
         ok(env, "recompute_invoice", invoice_id=item["invoice_id"])
         ok(env, "get_subscription_timeline", subscription_id=item["subscription_id"])
     ok(env, "list_payments", customer_id=customer_id)
-    ok(env, "draft_credit_note", invoice_id=invoices[0]["invoice_id"], amount="0.01", reason="p")
-    ok(env, "submit_findings", root_cause=other, affected_invoices=[], summary="probe")
+    target = next(i for i in invoices if i["total"] != "0.00")["invoice_id"]  # not a trial's
+    ok(env, "draft_credit_note", invoice_id=target, amount="0.01", reason="p")
+    item = {"invoice_id": target, "overcharge_amount": "0.01"}
+    ok(env, "submit_findings", root_cause=other, affected_invoices=[item], summary="probe")
 
 
 def test_no_public_member_of_the_episode_exposes_the_hand_written_truth(

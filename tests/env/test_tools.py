@@ -6,6 +6,7 @@ comments (cents). Error results are exactly `{"error": "..."}` and the episode g
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -506,8 +507,20 @@ def test_draft_credit_note_refuses_bad_amounts(env: LedgerEnv, amount: str, hint
     assert query(env.final_database(), "SELECT * FROM credit_notes") == []
 
 
-def test_draft_credit_note_refuses_a_json_number_amount(env: LedgerEnv) -> None:
-    assert "amount" in error(env, "draft_credit_note", invoice_id=MARCH, amount=5, reason="x")
+def test_draft_credit_note_takes_an_exact_json_number_and_refuses_an_inexact_one(
+    env: LedgerEnv,
+) -> None:
+    """The same amount rules as the findings: a JSON number that is exactly a two-decimal value
+    is read exactly; 5.4899999999999999999 is not rounded to 5.49 on the way in."""
+    raw = '{"invoice_id": "%s", "amount": %s, "reason": "x"}'
+    refused = json.loads(env.call("draft_credit_note", raw % (MARCH, "5.4899999999999999999")))
+    assert "5.4899999999999999999" in refused["error"] and "two decimals" in refused["error"]
+    assert "error" in json.loads(env.call("draft_credit_note", raw % (MARCH, "true")))
+    made = json.loads(env.call("draft_credit_note", raw % (MARCH, "5.490")))
+    assert made["credit_note"]["amount"] == "5.49"
+    assert ok(env, "draft_credit_note", invoice_id=MARCH, amount=5, reason="x")["credit_note"][
+        "amount"
+    ] == "5.00"
 
 
 def test_two_notes_together_may_not_exceed_the_invoice_total(env: LedgerEnv) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import json
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -155,7 +156,10 @@ def test_a_change_to_any_other_table_is_detected_in_the_image(faulted):
 
 def test_a_credit_note_written_outside_the_episode_is_not_clean(faulted):
     record = play(faulted, reference(faulted))
-    tampered = _tamper(record.final_database, "UPDATE credit_notes SET episode_id = 'someone-else'")
+    mine = f"WHERE episode_id = '{record.episode_id}'"  # the world may hold older notes
+    tampered = _tamper(
+        record.final_database, f"UPDATE credit_notes SET episode_id = 'someone-else' {mine}"
+    )
 
     result = grade_episode(
         reveal_truth(faulted), tampered_record(record, tampered), faulted.database
@@ -177,13 +181,97 @@ def test_an_invoice_id_no_tool_showed_is_a_hallucinated_number(faulted):
 
 def test_an_amount_seen_only_in_a_credit_note_echo_is_hallucinated(faulted):
     invoice, _ = only_invoice(faulted)
-    made_up = "0.07"
+    made_up = absent_amount(faulted, investigation(faulted))
     calls = [*investigation(faulted), credit(invoice, made_up)]
     calls.append(submit("wrong_tax_rate", {invoice: made_up}))
 
     result = grade(faulted, calls)
 
     assert result.untraceable == (made_up,)
+    (echoed,) = [t for t in result.number_trace if t.where == "amount"]
+    assert echoed.status == "echo_only" and echoed.sources == (len(calls) - 2,)
+
+
+# grounded success: a success whose every cited number a non-echo tool output showed
+
+
+def test_the_reference_solution_is_a_grounded_success_with_every_citation_traced(faulted):
+    calls = reference(faulted)
+    record = play(faulted, calls)
+    result = grade_episode(reveal_truth(faulted), record, faulted.database)
+
+    assert result.success and result.grounded_success
+    assert result.number_trace and {t.status for t in result.number_trace} <= {
+        "evidence",
+        "allowed",
+    }
+    invoice, cents = only_invoice(faulted)
+    wheres = {(t.where, t.value) for t in result.number_trace}
+    assert ("invoice_id", invoice) in wheres and ("amount", format_cents(cents)) in wheres
+    for traced in result.number_trace:
+        if traced.status == "evidence":
+            assert traced.sources, traced
+        for index in traced.sources:  # indices into the tool-call log: non-echo reads only
+            assert record.tool_log[index].name not in ("draft_credit_note", "submit_findings")
+            assert not record.tool_log[index].is_error
+
+
+def test_a_success_citing_an_invented_number_is_not_grounded(faulted):
+    invented = absent_amount(faulted, reference(faulted), start=9_876_543)
+    calls = reference(faulted)
+    name, arguments = calls[-1]
+    calls[-1] = (name, {**arguments, "summary": f"{arguments['summary']} (about ${invented})"})
+
+    result = grade(faulted, calls)
+
+    assert result.success and not result.grounded_success
+    assert result.hallucinated_numbers and result.untraceable == (f"${invented}",)
+    (traced,) = [t for t in result.number_trace if t.text == f"${invented}"]
+    assert (traced.where, traced.value, traced.status, traced.sources) == (
+        "summary",
+        invented,
+        "untraceable",
+        (),
+    )
+
+
+def test_a_success_citing_a_date_only_a_lookup_echoed_is_not_grounded(faulted):
+    calls = reference(faulted)
+    day = echo_only_day(faulted, calls)
+    jurisdiction = next(a["jurisdiction"] for n, a in calls if n == "get_tax_rate")
+    lookup = ("get_tax_rate", {"jurisdiction": jurisdiction, "date": day})
+    name, arguments = calls[-1]
+    summary = f"{arguments['summary']} Checked again on {day}."
+    calls = [*calls[:-1], lookup, (name, {**arguments, "summary": summary})]
+
+    result = grade(faulted, calls)
+
+    assert result.success and not result.grounded_success
+    (traced,) = [t for t in result.number_trace if t.text == day]
+    assert traced.status == "echo_only" and traced.sources == (len(calls) - 2,)
+    assert result.untraceable == (day,)
+
+
+def test_a_no_error_answer_with_no_tool_call_and_a_count_is_not_grounded(no_error):
+    result = grade(no_error, [submit("no_error", {}, "Checked 3 invoices, all correct.")])
+
+    assert result.success and result.tool_calls == 1
+    assert not result.grounded_success and not result.hallucinated_numbers
+    assert [(t.text, t.where, t.value, t.status, t.sources) for t in result.number_trace] == [
+        ("3", "summary", "3", "allowed", ())
+    ]
+
+
+def test_a_no_error_answer_citing_an_invoice_it_listed_is_grounded(no_error):
+    listing = ("list_invoices", {"customer_id": no_error.customer_id})
+    invoice = sorted(_invoice_ids(no_error))[0]
+    summary = f"Checked 3 invoices; {invoice} is billed correctly."
+
+    result = grade(no_error, [listing, submit("no_error", {}, summary)])
+
+    assert result.success and result.grounded_success
+    statuses = [(t.text, t.status, t.sources) for t in result.number_trace]
+    assert statuses == [("3", "allowed", ()), (invoice, "evidence", (0,))]
 
 
 def test_an_episode_without_findings_fails_but_its_credits_still_count(faulted):
@@ -194,21 +282,102 @@ def test_an_episode_without_findings_fails_but_its_credits_still_count(faulted):
     assert result.reported_label is None and not result.hallucinated_numbers
 
 
-def test_the_grader_imports_nothing_from_rewards():
-    source = Path(__file__).resolve().parents[2] / "eval" / "grader.py"
-    tree = ast.parse(source.read_text(encoding="utf-8"))
-    modules = [
-        name
-        for node in ast.walk(tree)
-        for name in (
-            [alias.name for alias in node.names]
-            if isinstance(node, ast.Import)
-            else [node.module or ""]
-            if isinstance(node, ast.ImportFrom)
-            else []
-        )
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _imports(path: Path) -> list[str]:
+    """Every module an `import` or `from ... import` names in the file (in functions too);
+    `from package import name` also as `package.name`, in case `name` is a module."""
+    modules = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            modules.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            modules.append(node.module)
+            modules.extend(f"{node.module}.{alias.name}" for alias in node.names)
+    return modules
+
+
+def _is_rewards(module: str) -> bool:
+    return module == "rewards" or module.startswith("rewards.")
+
+
+def _source(module: str) -> Path | None:
+    base = ROOT.joinpath(*module.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def test_no_module_under_eval_but_agreement_imports_from_rewards():
+    # agreement.py compares the two sides, so it is the one module that imports both
+    checked = [
+        p for p in sorted((ROOT / "eval").rglob("*.py")) if p != ROOT / "eval" / "agreement.py"
     ]
-    assert modules and not [m for m in modules if m == "rewards" or m.startswith("rewards.")]
+    offenders = {
+        str(path.relative_to(ROOT)): [m for m in _imports(path) if _is_rewards(m)]
+        for path in checked
+    }
+
+    assert {"grader.py", "grounding.py"} <= {p.name for p in checked}
+    assert {path: found for path, found in offenders.items() if found} == {}
+
+
+def test_the_graders_code_reaches_no_rewards_module_even_through_other_modules():
+    seen: set[str] = set()
+    pending = ["eval.grader", "eval.grounding"]
+    reached_rewards = []
+    while pending:
+        module = pending.pop()
+        if module in seen:
+            continue
+        seen.add(module)
+        source = _source(module)
+        if source is None:
+            continue  # the standard library or an installed package
+        for imported in _imports(source):
+            if _is_rewards(imported):
+                reached_rewards.append(f"{module} -> {imported}")
+            pending.append(imported)
+
+    assert {"eval.grader", "eval.grounding", "env.findings", "env.ledger_env"} <= seen
+    assert reached_rewards == []
+
+
+def _outputs(scenario: Scenario, calls: list[Call]) -> list[str]:
+    return [r.result for r in play(scenario, calls).tool_log]
+
+
+def absent_amount(scenario: Scenario, calls: list[Call], start: int = 7) -> str:
+    """The first amount from `start` cents (not a multiple of ten, so its two decimals are its
+    only form) whose digits no output of `calls` contains: provably not evidence."""
+    outputs = _outputs(scenario, calls)
+    for cents in range(start, start + 10_000):
+        amount = format_cents(cents)
+        if cents % 10 and not any(amount in out for out in outputs):
+            return amount
+    raise AssertionError("every candidate amount is shown")
+
+
+def echo_only_day(scenario: Scenario, calls: list[Call]) -> str:
+    """A day within the tax lookup's window that no output shows, nor its neighbours (an
+    output timestamp supports the local days either side)."""
+    outputs = _outputs(scenario, calls)
+    jurisdiction, looked_up = next(
+        (a["jurisdiction"], a["date"]) for n, a in calls if n == "get_tax_rate"
+    )
+    start = date.fromisoformat(looked_up)
+    for back in range(1, 400):
+        day = start - timedelta(days=back)
+        near = [(day + timedelta(days=k)).isoformat() for k in (-1, 0, 1)]
+        if any(n in out for n in near for out in outputs):
+            continue
+        answer = _outputs(scenario, [("get_tax_rate", {"jurisdiction": jurisdiction,
+                                                        "date": day.isoformat()})])  # fmt: skip
+        if "error" not in json.loads(answer[0]):
+            return day.isoformat()
+    raise AssertionError("no day is free of evidence")
 
 
 def _invoice_ids(scenario: Scenario) -> set[str]:

@@ -21,11 +21,11 @@ from typing import Any
 
 import pytest
 
-from agent.scripted_server import ScriptedOpenAIServer, text_turn, tool_call_turn
 from env.generator import generate
 from env.scenario import reveal_truth
 from env.splits import split_seeds
-from eval.episode_log import check_run_config
+from eval.episode_log import RunLock, check_run_config
+from tests.support.scripted_server import ScriptedOpenAIServer, text_turn, tool_call_turn
 
 REPO = Path(__file__).resolve().parents[2]
 LIMIT, K = 6, 2
@@ -224,3 +224,136 @@ def test_resuming_with_another_k_is_refused_in_one_line(tmp_path):
     assert done.returncode == 2
     assert done.stderr.strip() == done.stderr.strip().splitlines()[0]
     assert "k 2 -> 3" in done.stderr and "--force" in done.stderr
+
+
+# ---- failure semantics over real HTTP (eval/README.md): every planned episode ends graded,
+# as an error line, or incomplete; short timeouts and backoffs keep these fast.
+FAST = ("--backoff", "0.02", "--unreachable-after", "0.5")
+
+
+def run_here(capsys: pytest.CaptureFixture[str], *args: str | Path | int) -> tuple[int, str]:
+    """`eval/run.py` in this process (art is imported already): (exit status, stderr)."""
+    from eval.run import main
+
+    code = main([str(arg) for arg in args])
+    return code, capsys.readouterr().err
+
+
+def test_malformed_calls_returned_as_text_are_graded_and_identical_samples_are_flagged(
+    tmp_path, capsys
+):
+    with ScriptedOpenAIServer(replay_by_complaint, malformed_calls="text") as server:
+        code, stderr = run_here(
+            capsys, "--base-url", server.base_url, "--model-name", "scripted", "--limit", LIMIT,
+            "--k", K, "--out", tmp_path, *FAST,
+        )  # fmt: skip
+
+    assert code == 0, stderr[-2000:]
+    result, lines = summary(tmp_path), episodes(tmp_path)
+    assert result["planned_episodes"] == result["recorded_episodes"] == LIMIT * K
+    assert result["graded_episodes"] == LIMIT * K and result["errors"] == 0
+    malformed = [line for line in lines if line["end_reason"] == "text_reply"]
+    assert len(malformed) == K * len(range(0, LIMIT, 2))  # the scripts that start malformed
+    assert all("<tool_call>" in line["transcript"][-1]["content"] for line in malformed)
+    passed = [line for line in lines if line["success"]]
+    assert passed and all(line["findings"]["root_cause"] == line["label"] for line in passed)
+    assert result["identical_samples"] and "pass^k is then pass^1" in stderr
+    assert "pass^k is then pass^1" in (tmp_path / "summary.md").read_text()
+
+
+@pytest.mark.filterwarnings("ignore:Pydantic serializer warnings:UserWarning")
+def test_a_server_that_answers_malformed_calls_with_500_records_error_lines_over_litellm(
+    tmp_path, capsys, monkeypatch
+):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-scripted")
+    with ScriptedOpenAIServer(replay_by_complaint, malformed_calls="http500") as server:
+        server.fail_next(2, 503)
+        code, stderr = run_here(
+            capsys, "--model", "litellm:openai/scripted", "--base-url", server.base_url,
+            "--limit", LIMIT, "--k", 1, "--concurrency", 1, "--server-error-retries", 1,
+            "--no-transcript", "--out", tmp_path, *FAST,
+        )  # fmt: skip
+
+    assert code == 0, stderr[-2000:]
+    lines = episodes(tmp_path)
+    errors = [line for line in lines if line["error"]]
+    assert len(lines) == LIMIT and len(errors) == len(range(0, LIMIT, 2))
+    assert all(line["end_reason"] == "server_error" for line in errors)
+    assert all("500" in e["error"] and "Internal Server Error" in e["error"] for e in errors)
+    assert "HTTP 503" in lines[0]["retry_causes"] and "retrying eval-" in stderr
+    assert all(line["transcript"] is None and line["reply_digest"] for line in lines)
+    result = summary(tmp_path)
+    assert result["errors"] == len(errors) and result["incomplete_episodes"] == 0
+    assert result["overall"]["pass1"]["estimate"] == pytest.approx(1 - len(errors) / LIMIT)
+
+
+def test_a_hung_server_leaves_the_episode_incomplete_with_no_run_json(tmp_path, capsys):
+    out = tmp_path / "run"
+    with ScriptedOpenAIServer(replay_by_complaint) as server:
+        server.hang()
+        code, stderr = run_here(
+            capsys, "--base-url", server.base_url, "--model-name", "scripted", "--limit", 1,
+            "--k", 1, "--timeout", "0.3", "--max-retries", 1, "--episode-retries", 0,
+            "--out", out, *FAST,
+        )  # fmt: skip
+        server.release()
+
+    assert code == 3, stderr[-2000:]
+    assert "retrying eval-100000 turn 1: timeout" in stderr
+    assert "1 of 1 episodes are incomplete" in stderr and "rerun" in stderr
+    assert not out.exists()  # no run.json, nothing to refuse a corrected command
+
+
+@pytest.mark.filterwarnings("ignore:Pydantic serializer warnings:UserWarning")
+@pytest.mark.filterwarnings("ignore:coroutine .* was never awaited:RuntimeWarning")  # cancelled
+def test_a_server_killed_mid_run_stops_the_run_and_the_same_command_resumes(
+    tmp_path, capsys, monkeypatch
+):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-scripted")
+    first = len(SCRIPTS[generate("eval", split_seeds("eval", 1)[0]).complaint])
+    server = ScriptedOpenAIServer(replay_by_complaint, die_after=first + 1).start()
+    args = ("--model", "litellm:openai/scripted", "--base-url", server.base_url,
+            "--limit", 3, "--k", 1, "--concurrency", 1, "--out", tmp_path, *FAST)  # fmt: skip
+    try:
+        stopped, stopped_err = run_here(capsys, *args)
+        recorded = len(episodes(tmp_path))
+        server.die_after = None
+        server.start()  # the same port, as a restarted server
+        resumed, resumed_err = run_here(capsys, *args)
+    finally:
+        server.stop()
+
+    assert stopped == 4, stopped_err[-2000:]
+    last = stopped_err.strip().splitlines()[-1]
+    assert last.startswith("error: cannot connect to") and "refused" in last
+    assert 1 <= recorded < 3
+    assert resumed == 0, resumed_err[-2000:]
+    keys = [(line["scenario_id"], line["sample"]) for line in episodes(tmp_path)]
+    assert len(keys) == len(set(keys)) == 3
+
+
+def test_out_pointing_at_a_file_or_an_unwritable_path_is_one_line(tmp_path):
+    a_file = tmp_path / "taken"
+    a_file.write_text("not a run")
+    for out, expected in ((a_file, "is a file"), (a_file / "run", "cannot write")):
+        done = run_cli("--model", "reference", "--k", 1, "--limit", 1, "--out", out)
+
+        assert done.returncode == 2, done.stderr[-2000:]
+        assert done.stderr.strip().splitlines() == [done.stderr.strip()]
+        assert expected in done.stderr and "Traceback" not in done.stderr
+    assert a_file.read_text() == "not a run"
+
+
+def test_negative_episode_retries_are_refused():
+    done = run_cli("--model", "reference", "--episode-retries", "-1")
+
+    assert done.returncode == 2 and "--episode-retries must be at least 0" in done.stderr
+
+
+def test_a_second_writer_of_the_same_run_directory_is_refused(tmp_path):
+    with RunLock(tmp_path):
+        done = run_cli("--model", "reference", "--k", 1, "--limit", 1, "--out", tmp_path)
+
+    assert done.returncode == 2
+    assert "is being written by another run (pid" in done.stderr
+    assert not (tmp_path / "episodes.jsonl").exists()

@@ -10,8 +10,8 @@ import pytest
 
 from eval import compare
 from eval.episode_log import EpisodeLine, EpisodeLog, read_episodes
-from eval.summary import render_markdown, summarize, write_summary
 from eval.stats import wilson_interval
+from eval.summary import render_markdown, summarize, write_summary
 
 STAMP = {"model": "synthetic", "split": "eval", "commit": "abc", "date": "2026-01-01"}
 

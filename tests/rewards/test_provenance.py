@@ -10,12 +10,12 @@ from hypothesis import strategies as st
 
 from env.findings import Findings
 from env.money import format_cents
-from rewards.provenance import (
-    CitedNumber,
-    check_provenance,
-    evidence_index,
-    extract_cited,
-)
+from rewards.provenance import check_provenance, extract_cited
+
+
+def kinds(summary: str) -> list[tuple[str, str, str]]:
+    """(raw, kind, value) of every citation the summary makes."""
+    return [(c.raw, c.kind, c.value) for c in extract_cited(findings(summary))]
 
 
 def findings(summary: str = "", invoices: dict[str, str] | None = None) -> Findings:
@@ -117,8 +117,7 @@ def test_a_percentage_absent_from_the_outputs_is_untraceable() -> None:
     ],
 )
 def test_a_date_in_any_common_format_matches_the_iso_date(written: str) -> None:
-    cited = extract_cited(findings(f"Billed on {written}."))
-    assert cited == (CitedNumber(written, "date", "2026-03-15"),)
+    assert kinds(f"Billed on {written}.") == [(written.replace(",", ""), "date", "2026-03-15")]
     assert untraceable(f"Billed on {written}.", output(period_start="2026-03-15")) == []
 
 
@@ -131,8 +130,10 @@ def test_an_ambiguous_slash_date_is_traceable_when_either_reading_is_evidence() 
 
 def test_a_timestamp_supports_its_date_and_its_time_is_not_cited() -> None:
     summary = "The invoice was issued on March 15, 2026 at 02:30 UTC (10:30 pm local)."
-    assert [c.raw for c in extract_cited(findings(summary))] == ["March 15, 2026"]
+    assert [c.raw for c in extract_cited(findings(summary))] == ["March 15 2026", "02:30", "10:30"]
     assert untraceable(summary, output(issued_at="2026-03-15T02:30:00Z")) == []
+    report = check_provenance(findings(summary), [output(issued_at="2026-03-15T02:30:00Z")])
+    assert [t.status for t in report.traces] == ["evidence", "allowed", "allowed"]
 
 
 def test_an_early_utc_timestamp_supports_the_previous_local_day_only() -> None:
@@ -173,13 +174,13 @@ def test_digits_inside_an_id_are_not_evidence() -> None:
     assert untraceable("74 seats were billed.", invoice) == ["74"]
 
 
-def test_an_id_in_the_summary_is_cited_whole_without_its_digits() -> None:
-    cited = extract_cited(findings("See INV-7F3K2Q for customer CUS-4Q2P9A."))
-    assert cited == (
-        CitedNumber("INV-7F3K2Q", "id", "INV-7F3K2Q"),
-        CitedNumber("CUS-4Q2P9A", "id", "CUS-4Q2P9A"),
-    )
-    assert untraceable("See INV-7F3K2Q for customer CUS-4Q2P9A.", INVOICE) == []
+def test_an_id_in_the_summary_is_cited_whole_in_any_case() -> None:
+    assert kinds("See inv-7f3k2q for customer CUS-4Q2P9A.") == [
+        ("inv-7f3k2q", "id", "INV-7F3K2Q"),
+        ("CUS-4Q2P9A", "id", "CUS-4Q2P9A"),
+    ]
+    assert untraceable("See inv-7f3k2q for customer CUS-4Q2P9A.", INVOICE) == []
+    assert untraceable("See inv-7f3k2z.", INVOICE) == ["inv-7f3k2z"]
 
 
 def test_an_invented_invoice_id_is_untraceable() -> None:
@@ -187,8 +188,10 @@ def test_an_invented_invoice_id_is_untraceable() -> None:
     assert untraceable("Also PAY-9Z9Z9Z was refunded.", INVOICE) == ["PAY-9Z9Z9Z"]
 
 
-def test_digits_glued_to_letters_are_not_numbers() -> None:
-    assert extract_cited(findings("Coupon SAVE20 in Q1, billed 3x over 24h, plan v2.")) == ()
+def test_digits_glued_to_letters_are_read_whole_and_need_that_word_in_an_output() -> None:
+    coupon = output(code="SAVE20")
+    assert untraceable("Coupon save20 applies.", coupon) == []
+    assert untraceable("Coupon SAVE20 in Q1, billed 3x, plan v2.", coupon) == ["Q1", "3x", "v2"]
 
 
 # Rule 5: small counts and the findings' own total need no evidence.
@@ -229,7 +232,7 @@ def test_a_number_only_in_the_complaint_is_untraceable() -> None:
 
 
 def test_a_number_from_another_episode_is_untraceable() -> None:
-    episode_a = evidence_index([INVOICE])
+    episode_a = [INVOICE]
     episode_b = [output(invoice_id="INV-B0B0B0", total="777.77")]
     claim = findings("Total 777.77 on INV-B0B0B0.")
     assert check_provenance(claim, episode_b).traceable
@@ -248,9 +251,7 @@ def test_an_error_output_is_not_evidence() -> None:
 
 
 def test_the_year_inside_a_date_is_not_cited_separately() -> None:
-    assert extract_cited(findings("On 2026-03-15.")) == (
-        CitedNumber("2026-03-15", "date", "2026-03-15"),
-    )
+    assert kinds("On 2026-03-15.") == [("2026-03-15", "date", "2026-03-15")]
 
 
 def test_a_bare_year_is_traceable_when_an_evidence_date_has_that_year() -> None:
@@ -286,8 +287,14 @@ def test_a_compact_json_list_of_integers_is_read_as_separate_values() -> None:
 # Decisions beyond the rules: times, version strings, the report.
 
 
-def test_times_of_day_and_version_strings_are_not_cited() -> None:
-    assert extract_cited(findings("At 02:30, 23:59:59 and 10:15 pm, client 1.2.3.")) == ()
+def test_times_of_day_are_allowed_and_version_strings_need_that_word() -> None:
+    report = check_provenance(findings("At 02:30, 23:59:59 and 10:15 pm, client 1.2.3."), [])
+    assert [(t.cited.raw, t.status) for t in report.traces] == [
+        ("02:30", "allowed"),
+        ("23:59:59", "allowed"),
+        ("10:15", "allowed"),
+        ("1.2.3", "untraceable"),
+    ]
 
 
 def test_findings_that_cite_nothing_are_traceable() -> None:
@@ -305,17 +312,11 @@ def test_the_report_lists_citations_in_order_once_each() -> None:
     assert not report.traceable
 
 
-def test_a_prebuilt_evidence_gives_the_same_report() -> None:
-    claim = findings("Tax 8.25% on $1,234.50 (13 seats).", {"INV-7F3K2Q": "101.85"})
-    assert check_provenance(claim, evidence_index([INVOICE])) == check_provenance(claim, [INVOICE])
-
-
 _PIECES = [*'0123456789 .,-/:$€£%−TZ"[]{}\nxs', "March", "May", "INV-", "USD", " percent", "th of"]
 
 
 @given(st.lists(st.sampled_from(_PIECES), max_size=40).map("".join))
 def test_arbitrary_text_never_breaks_extraction(text: str) -> None:
     # a reward must not crash an episode, whatever an agent or a tool printed
-    evidence = evidence_index([text])
-    report = check_provenance(findings(text), evidence)
+    report = check_provenance(findings(text), [text])
     assert set(report.untraceable) <= set(report.cited)

@@ -268,10 +268,12 @@ def test_findings_that_cite_nothing_earn_no_evidence_term(calm_ep: Episode) -> N
 
 
 def test_a_non_empty_traceable_chain_earns_the_evidence_term(calm_ep: Episode) -> None:
-    calm_ep.call("get_customer", customer_id=calm_ep.scenario.customer_id)
-    calm_ep.submit(summary=f"Checked {calm_ep.scenario.customer_id}: the charges are right.")
+    customer = calm_ep.call("get_customer", customer_id=calm_ep.scenario.customer_id)
+    subscription = customer["subscription_ids"][0]
+    calm_ep.submit(summary=f"Checked {subscription}: the charges are right.")
     reward = calm_ep.reward()
-    # 0.35 + 0.35 + 0.10 + 0.20 = 1.00: the customer id was shown by get_customer
+    # 0.35 + 0.35 + 0.10 + 0.20 = 1.00: get_customer showed the subscription id (a found fact;
+    # the customer id it returns is only the echo of the agent's own argument)
     assert reward.terms["evidence"] == 0.20 and reward.total == 1.0
 
 

@@ -1,10 +1,11 @@
 """FakeBackendForTests: an `art.Backend` that trains nothing but keeps ART's bookkeeping.
 
 It lets the GRPO loop (register, rollouts, backend.train, model.log, resume) run on CPU: each
-train call writes an empty checkpoint directory where LocalBackend writes its LoRA, so
+train call writes a checkpoint directory where LocalBackend writes its LoRA, holding an
+adapter_config.json and a valid safetensors file with no tensors (nothing is trained), so
 `model.get_step()` resumes across instances; calls are recorded with their groups and keyword
 arguments, and metrics come from ART's own aggregation. Inference is whatever OpenAI-compatible
-server `inference_base_url` names (agent/scripted_server.py). A test double: tests only.
+server `inference_base_url` names (tests/support/scripted_server.py). A test double: tests only.
 """
 
 from __future__ import annotations
@@ -130,7 +131,7 @@ class FakeBackendForTests(art.Backend):
         # The real service saves the untrained LoRA as step 0 before serving it.
         self.server_configs.append(config)
         if not self._checkpoints(model):
-            self._checkpoint_dir(model, 0).mkdir(parents=True)
+            _write_adapter(self._checkpoint_dir(model, 0), model)
         return self._inference_base_url, self._inference_api_key
 
     async def train(  # type: ignore[override]
@@ -204,7 +205,7 @@ class FakeBackendForTests(art.Backend):
 
     def _save_checkpoint(self, model: art.Model) -> int:
         step = self._step_on_disk(model) + 1
-        self._checkpoint_dir(model, step).mkdir(parents=True)
+        _write_adapter(self._checkpoint_dir(model, step), model)
         return step
 
     def _model_dir(self, model: art.Model) -> Path:
@@ -221,6 +222,19 @@ class FakeBackendForTests(art.Backend):
 
     def _step_on_disk(self, model: art.Model) -> int:
         return max(self._checkpoints(model), default=0)
+
+
+# A safetensors file holding no tensors: an 8-byte little-endian header length, then "{}"
+EMPTY_SAFETENSORS = (2).to_bytes(8, "little") + b"{}"
+
+
+def _write_adapter(checkpoint: Path, model: art.Model) -> None:
+    """The files LocalBackend's save leaves in checkpoints/NNNN, with no trained weights."""
+    checkpoint.mkdir(parents=True)
+    base = getattr(model, "base_model", "")
+    config = {"base_model_name_or_path": base, "peft_type": "LORA", "r": 8}
+    (checkpoint / "adapter_config.json").write_text(json.dumps(config))
+    (checkpoint / "adapter_model.safetensors").write_bytes(EMPTY_SAFETENSORS)
 
 
 def _has_advantage(

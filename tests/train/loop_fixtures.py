@@ -3,7 +3,7 @@
 The scripted model answers with each scenario's reference investigation, except in the
 "varied" scenarios, where every other episode gives up at its first turn: those groups get
 unequal rewards, every other group equal ones. It is served over HTTP on 127.0.0.1
-(agent.scripted_server) and reached through ART's own client, as vLLM would be.
+(tests.support.scripted_server) and reached through ART's own client, as vLLM would be.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from agent.scripted_server import ScriptedOpenAIServer, text_turn, tool_call_turn
 from env.generator import generate
 from env.scenario import Scenario, reveal_truth
+from tests.support.scripted_server import ScriptedOpenAIServer, text_turn, tool_call_turn
 from tests.train.backend_double import FakeBackendForTests
 from training.data_order import DataPlan, plan_data
 from training.runs import RunConfig

@@ -13,7 +13,12 @@ import art
 import pytest
 from art.types import LocalTrainResult
 
-from agent.scripted_server import ScriptedOpenAIServer, replay_responder, text_turn, tool_call_turn
+from tests.support.scripted_server import (
+    ScriptedOpenAIServer,
+    replay_responder,
+    text_turn,
+    tool_call_turn,
+)
 from tests.train.backend_double import LOCAL_BACKEND_TRAIN_KWARGS, FakeBackendForTests
 from tests.train.toy_rollout import SYSTEM_PROMPT, TOOLS, USER_COMPLAINT, Turn, sampled_token_ids
 from tests.train.toy_tokenizer import build_toy_tokenizer

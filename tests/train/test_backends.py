@@ -14,6 +14,7 @@ from training.backends import (
     missing_requirements,
     server_config,
     train_kwargs,
+    vllm_max_lora_rank,
 )
 from training.runs import RunConfig, load_run
 
@@ -31,9 +32,30 @@ def test_the_model_carries_the_lora_shape_and_the_qwen35_chat_settings():
         "lora_alpha": 32,
         "target_modules": list(run.lora.target_modules),
     }
-    assert config["chat_template_kwargs"] == {"enable_thinking": False}
+    assert config["chat_template_kwargs"] == {"enable_thinking": False, "preserve_thinking": True}
     assert config["chat_template_tool_schema_format"] == "vllm_openai"
-    assert config["engine_args"] == {"gpu_memory_utilization": 0.7}
+
+
+def test_vllm_samples_nothing_longer_than_training_keeps_and_loads_the_runs_rank():
+    run = load_run("binary-01")
+    config = internal_config(run)
+    assert config["init_args"] == {"max_seq_length": 32768}
+    assert config["engine_args"] == {
+        "gpu_memory_utilization": 0.7,
+        "max_model_len": 32768,
+        "max_lora_rank": 16,
+    }
+    wide = run.model_copy(update={"lora": run.lora.model_copy(update={"rank": 24})})
+    assert internal_config(wide)["engine_args"]["max_lora_rank"] == 32  # vLLM's next size
+    assert [vllm_max_lora_rank(r) for r in (1, 2, 8, 16, 17, 300, 512)] == [
+        1,
+        8,
+        8,
+        16,
+        32,
+        320,
+        512,
+    ]
 
 
 def test_vllm_gets_the_qwen3_coder_tool_parser_at_registration():

@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 import json
 
-from agent.scripted_server import ScriptedOpenAIServer
 from env.generator import generate
 from env.splits import split_seeds
 from eval.compare import main as compare
+from tests.support.scripted_server import ScriptedOpenAIServer
 from tests.train.loop_fixtures import ReferenceOrQuit, fake_backend, small_run
 from training.eval_checkpoint import evaluate
 

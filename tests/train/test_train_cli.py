@@ -89,6 +89,23 @@ def test_an_unknown_run_is_one_line_naming_the_known_ones(tmp_path):
     assert done.stderr.count("\n") == 1 and "binary-01" in done.stderr
 
 
+def test_a_run_file_that_is_not_utf8_is_one_line(tmp_path):
+    (tmp_path / "latin1.toml").write_bytes('description = "facturé"\n'.encode("latin-1"))
+    done = train_py("--run", "latin1.toml", "--check", cwd=tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert (
+        done.stderr == "error: latin1.toml: not UTF-8 text, at byte 21 (0xe9); save it as UTF-8\n"
+    )
+
+
+def test_export_onto_an_existing_file_is_one_line(tmp_path):
+    fake_checkpoint(tmp_path, "binary-01", 2)
+    (tmp_path / "taken").write_text("x")
+    done = train_py("--run", "binary-01", "--export", "taken", cwd=tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr == "error: cannot export to taken: taken: File exists\n"
+
+
 def test_export_copies_the_adapter_and_writes_a_model_card(tmp_path):
     fake_checkpoint(tmp_path, "binary-01", 120)
     done = train_py("--run", "binary-01", "--export", "exported", cwd=tmp_path)

@@ -13,7 +13,7 @@ import pyarrow.parquet
 import pytest
 from openai.types.chat.chat_completion import Choice
 
-from agent.scripted_server import ScriptedOpenAIServer
+from tests.support.scripted_server import ScriptedOpenAIServer
 from tests.train.loop_fixtures import (
     FailOnceServer,
     fake_backend,
@@ -70,9 +70,24 @@ def test_three_steps_train_one_checkpoint_each_on_the_planned_scenarios(three_st
     assert summary.stopped_by == "max_steps" and summary.last_step == 3
     for index, report in enumerate(summary.steps):
         assert report.scenario_ids == [f"train-{seed}" for seed in data.batch(index)]
-    checkpoints = run_state.checkpoint_steps(run_state.model_dir(run))
-    assert checkpoints == [0, 1, 2, 3]
+    assert [call.step for call in backend.train_calls] == [1, 2, 3]
     assert [call.kwargs for call in backend.train_calls] == [train_kwargs(run)] * 3
+
+
+def test_after_each_validation_only_the_latest_and_the_best_checkpoint_are_kept(three_steps):
+    run, _, _, _, _, lines = three_steps
+    checkpoints = run_state.checkpoint_steps(run_state.model_dir(run))
+    best = max(row[run_state.PASS1_KEY] for row in val_rows(run).values())
+    assert 3 in checkpoints and 1 not in checkpoints and len(checkpoints) <= 2
+    assert all(val_rows(run)[step][run_state.PASS1_KEY] == best for step in checkpoints)
+    assert any(line.startswith("  kept checkpoints (latest, best val pass^1)") for line in lines)
+
+
+def test_per_episode_token_totals_survive_arts_gather(three_steps):
+    run, _, _, _, _, _ = three_steps
+    for row in train_rows(run).values():  # ART's own "completion_tokens" is a per-turn mean
+        assert row["train/episode_completion_tokens"] > 0
+        assert row["train/episode_prompt_tokens"] > row["train/episode_completion_tokens"]
 
 
 def test_groups_with_equal_rewards_are_dropped_and_their_share_logged(three_steps):
@@ -108,7 +123,8 @@ def test_every_request_names_the_current_checkpoint_and_disables_thinking(three_
     names = {body["model"] for body in server.requests}
     assert names == {"loop-test@0", "loop-test@1", "loop-test@2", "loop-test@3"}
     assert all(
-        body["chat_template_kwargs"] == {"enable_thinking": False} for body in server.requests
+        body["chat_template_kwargs"] == {"enable_thinking": False, "preserve_thinking": True}
+        for body in server.requests
     )
     assert all(body["logprobs"] is True for body in server.requests)
 
@@ -181,6 +197,22 @@ def test_a_stopped_run_resumes_at_the_next_step_with_the_next_scenarios(tmp_path
     assert [report.step for report in second.steps] == [3]
     assert second.steps[0].scenario_ids == [f"train-{seed}" for seed in data.batch(2)]
     assert sorted(val_rows(run)) == [0, 2, 3]  # step 2 is not validated twice
+
+
+def test_a_newest_checkpoint_without_adapter_files_is_set_aside_and_its_step_retrained(tmp_path):
+    run = small_run(tmp_path / "art", grpo={"max_steps": 2}, validation={"every_steps": 5})
+    data, responder = scripted_model(run, steps=2)
+    directory = run_state.model_dir(run)
+    lines: list[str] = []
+    with ScriptedOpenAIServer(responder) as server:
+        run_loop(run, data, server, max_steps=1)
+        (directory / "checkpoints" / "0001" / "adapter_model.safetensors").unlink()  # a cut save
+        second, _ = run_loop(run, data, server, lines)
+    assert any("checkpoint 0001 holds no adapter files" in line for line in lines)
+    assert (directory / "checkpoints" / "0001.incomplete").is_dir()
+    assert second.first_step == 0
+    assert [report.step for report in second.steps] == [1, 2]
+    assert second.steps[0].scenario_ids == [f"train-{seed}" for seed in data.batch(0)]
 
 
 def test_a_changed_config_is_refused_on_resume_unless_forced(tmp_path):

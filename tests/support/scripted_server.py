@@ -1,8 +1,13 @@
 """A real OpenAI-compatible chat-completions server on 127.0.0.1 that answers from a script.
 
-It stands in for vLLM or an API model so that the real client paths (`openai.AsyncOpenAI`,
-`litellm.acompletion("openai/<name>", api_base=...)`, ART's `Model.openai_client()`) run offline,
-byte for byte over HTTP. A *responder* turns each request body into one assistant turn.
+It stands in for vLLM, `transformers serve` or an API model so that the real client paths
+(`openai.AsyncOpenAI`, `litellm.acompletion("openai/<name>", api_base=...)`, ART's
+`Model.openai_client()`) run offline, byte for byte over HTTP. A *responder* turns each request
+body into one assistant turn (helpers in `tests.support.scripted_turns`). Infrastructure faults
+can be scripted too: any HTTP status (`fail_next`), a hang (`hang`), a crash mid-run
+(`die_after`), a context limit (`max_model_len`), and the two ways real servers treat a tool
+call they cannot parse (`malformed_calls`: vLLM returns it as text, `transformers serve`
+answers a plain HTTP 500). Test support only.
 Use: `with ScriptedOpenAIServer(replay_responder([...])) as server: ... server.base_url`.
 """
 
@@ -16,6 +21,7 @@ import socket
 import threading
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -23,13 +29,23 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-Responder = Callable[[dict[str, Any]], dict[str, Any]]
-"""Gets the parsed request body and returns an assistant turn (see `ScriptedReply`)."""
+from tests.support.scripted_turns import (
+    Responder,
+    ScriptExhausted,
+    call_as_text,
+    malformed_call_turn,
+    replay_responder,
+    text_turn,
+    tool_call,
+    tool_call_turn,
+)
 
 ReplyTokenizer = Callable[[dict[str, Any]], list[str]]
 """Gets the validated reply as a dict and returns the logprob token strings for it."""
 
+MalformedCalls = Literal["pass", "text", "http500"]
 LOGPROB = -0.1
+PLAIN_500 = "Internal Server Error"  # what uvicorn sends for an unhandled exception
 
 
 class ScriptedToolCall(BaseModel):
@@ -54,18 +70,28 @@ class ScriptedReply(BaseModel):
     )
 
 
-class ScriptExhausted(IndexError):
-    """The conversation has more assistant turns than the script has entries."""
-
-
 class _HTTPError(Exception):
-    """Ends a request with an OpenAI-style error body."""
+    """Ends a request with an OpenAI-style error body (or uvicorn's plain text one)."""
 
-    def __init__(self, status: int, message: str, code: str | None = None) -> None:
+    def __init__(
+        self, status: int, message: str, code: str | None = None, *, plain: bool = False
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.code = code
+        self.plain = plain
+
+
+class _Drop(Exception):
+    """Ends a request by closing the connection without an answer (a crashed server)."""
+
+
+def _parses(arguments: str) -> bool:
+    try:
+        return isinstance(json.loads(arguments), dict)
+    except ValueError:
+        return False
 
 
 class ScriptedOpenAIServer:
@@ -87,27 +113,40 @@ class ScriptedOpenAIServer:
         retry_after_s: float | None = None,
         strict_model: bool = False,
         reply_tokenizer: ReplyTokenizer | None = None,
+        malformed_calls: MalformedCalls = "pass",
+        max_model_len: int | None = None,
+        die_after: int | None = None,
     ) -> None:
+        """`die_after`: answer that many chat requests, then crash on the next one (the
+        connection drops unanswered and nothing listens any more)."""
         self.responder = responder
         self.model_name = model_name
-        self.fail_first = fail_first
-        self.fail_status = fail_status
         self.logprobs = logprobs
         self.latency_s = latency_s
         self.retry_after_s = retry_after_s
         self.strict_model = strict_model
         self.reply_tokenizer = reply_tokenizer or whitespace_tokens
+        self.malformed_calls: MalformedCalls = malformed_calls
+        self.max_model_len = max_model_len
+        self.die_after = die_after
         self._lock = threading.Lock()
         self._requests: list[dict[str, Any]] = []
-        self._failures_left = fail_first
+        self._failures: deque[_HTTPError] = deque()
+        self._answered = 0
+        self._released = threading.Event()
+        self._released.set()
+        self._stopping = threading.Event()
         self._httpd: _ScriptedHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self._port: int | None = None
+        if fail_first:
+            self.fail_next(fail_first, fail_status, f"scripted transient failure ({fail_status})")
 
     @property
     def port(self) -> int:
-        if self._httpd is None:
+        if self._port is None:
             raise RuntimeError("server is not running")
-        return int(self._httpd.server_address[1])
+        return self._port
 
     @property
     def base_url(self) -> str:
@@ -119,10 +158,27 @@ class ScriptedOpenAIServer:
         with self._lock:
             return list(self._requests)
 
+    def fail_next(
+        self, count: int, status: int, message: str | None = None, *, plain: bool = False
+    ) -> None:
+        """The next `count` chat requests fail with `status`; `plain` sends uvicorn's text body."""
+        text = message or (PLAIN_500 if plain else f"scripted failure ({status})")
+        with self._lock:
+            self._failures.extend(_HTTPError(status, text, plain=plain) for _ in range(count))
+
+    def hang(self) -> None:
+        """From now on chat requests are accepted and never answered (until `release`/`stop`)."""
+        self._released.clear()
+
+    def release(self) -> None:
+        self._released.set()
+
     def start(self) -> ScriptedOpenAIServer:
         if self._httpd is not None:
             raise RuntimeError("server already started")
-        self._httpd = _ScriptedHTTPServer(("127.0.0.1", 0), _Handler, self)
+        self._stopping.clear()
+        self._httpd = _ScriptedHTTPServer(("127.0.0.1", self._port or 0), _Handler, self)
+        self._port = int(self._httpd.server_address[1])
         self._thread = threading.Thread(
             target=self._httpd.serve_forever,
             kwargs={"poll_interval": 0.01},
@@ -134,15 +190,16 @@ class ScriptedOpenAIServer:
 
     def stop(self) -> None:
         """Stops serving, closes kept-alive client connections, and frees the port."""
+        self._stopping.set()
         httpd, thread = self._httpd, self._thread
         if httpd is None:
             return
-        httpd.shutdown()
-        httpd.close_open_connections()
-        httpd.server_close()
-        if thread is not None:
-            thread.join(timeout=5)
         self._httpd, self._thread = None, None
+        httpd.shutdown()
+        httpd.server_close()
+        httpd.close_open_connections()
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=5)
 
     def __enter__(self) -> ScriptedOpenAIServer:
         return self.start()
@@ -159,20 +216,52 @@ class ScriptedOpenAIServer:
         """Runs one chat-completions request; called from a handler thread."""
         with self._lock:
             self._requests.append(body)
-            failing = self._failures_left > 0
-            self._failures_left -= int(failing)
+            failure = self._failures.popleft() if self._failures else None
+            dying = self.die_after is not None and self._answered >= self.die_after
+        if dying:
+            self.stop()
+            raise _Drop
+        while not self._released.wait(0.02):
+            if self._stopping.is_set():
+                raise _Drop
         if self.latency_s > 0:
             time.sleep(self.latency_s)
-        if failing:
-            raise _HTTPError(self.fail_status, f"scripted transient failure ({self.fail_status})")
+        if failure is not None:
+            raise failure
         _check_chat_body(body, self.model_name if self.strict_model else None)
+        self._check_context(body)
         try:
             reply = ScriptedReply.model_validate(self.responder(body))
         except ValidationError as error:
             raise _HTTPError(500, f"responder returned a malformed reply: {error}") from error
         except Exception as error:  # the responder is test code; report its failure to the client
             raise _HTTPError(500, f"responder failed: {type(error).__name__}: {error}") from error
+        reply = self._treat_malformed(reply)
+        with self._lock:
+            self._answered += 1
         return 200, self._completion(body, reply)
+
+    def _treat_malformed(self, reply: ScriptedReply) -> ScriptedReply:
+        bad = [call for call in reply.tool_calls if not _parses(call.arguments)]
+        if not bad or self.malformed_calls == "pass":
+            return reply
+        if self.malformed_calls == "http500":
+            raise _HTTPError(500, PLAIN_500, plain=True)
+        raw = "\n".join(call_as_text(call.name, call.arguments) for call in reply.tool_calls)
+        return ScriptedReply(content=((reply.content or "") + raw), finish_reason="stop")
+
+    def _check_context(self, body: dict[str, Any]) -> None:
+        if self.max_model_len is None:
+            return
+        prompt = _approx_tokens(_prompt_text(body))
+        wanted = int(body.get("max_tokens") or body.get("max_completion_tokens") or 0)
+        if prompt + wanted > self.max_model_len:
+            raise _HTTPError(
+                400,
+                f"This model's maximum context length is {self.max_model_len} tokens. However, "
+                f"you requested {prompt + wanted} tokens ({prompt} in the messages, {wanted} in "
+                "the completion). Please reduce the length of the messages or completion.",
+            )
 
     def _completion(self, body: dict[str, Any], reply: ScriptedReply) -> dict[str, Any]:
         tool_calls = [
@@ -188,11 +277,10 @@ class ScriptedOpenAIServer:
         message = {"role": "assistant", "content": reply.content, "tool_calls": tool_calls}
         choice: dict[str, Any] = {"index": 0, "message": message, "finish_reason": finish_reason}
         choice["logprobs"] = self._logprobs(reply) if self.logprobs else None
-        prompt_text = json.dumps(body.get("messages", [])) + json.dumps(body.get("tools") or [])
         completion_text = (reply.content or "") + "".join(
             call.name + call.arguments for call in reply.tool_calls
         )
-        prompt_tokens = _approx_tokens(prompt_text)
+        prompt_tokens = _approx_tokens(_prompt_text(body))
         completion_tokens = _approx_tokens(completion_text)
         return {
             "id": f"chatcmpl-{uuid.uuid4().hex}",
@@ -222,12 +310,15 @@ class ScriptedOpenAIServer:
         }
 
     def models_body(self) -> dict[str, Any]:
-        return {
-            "object": "list",
-            "data": [
-                {"id": self.model_name, "object": "model", "created": 0, "owned_by": "scripted"}
-            ],
+        model: dict[str, Any] = {
+            "id": self.model_name,
+            "object": "model",
+            "created": 0,
+            "owned_by": "scripted",
         }
+        if self.max_model_len is not None:
+            model["max_model_len"] = self.max_model_len  # vLLM reports it here
+        return {"object": "list", "data": [model]}
 
 
 def whitespace_tokens(reply: dict[str, Any]) -> list[str]:
@@ -241,6 +332,10 @@ def whitespace_tokens(reply: dict[str, Any]) -> list[str]:
     for call in reply.get("tool_calls") or []:
         pieces += [call["name"], call["arguments"]]
     return [token for piece in pieces for token in re.findall(r"\S+\s*|\s+", piece)]
+
+
+def _prompt_text(body: dict[str, Any]) -> str:
+    return json.dumps(body.get("messages", [])) + json.dumps(body.get("tools") or [])
 
 
 def _approx_tokens(text: str) -> int:
@@ -267,6 +362,7 @@ def _error_body(status: int, message: str, code: str | None) -> dict[str, Any]:
 
 class _ScriptedHTTPServer(ThreadingHTTPServer):
     daemon_threads = True
+    allow_reuse_address = True
 
     def __init__(
         self,
@@ -300,7 +396,8 @@ class _Handler(BaseHTTPRequestHandler):
     def finish(self) -> None:
         with self.server.connections_lock:
             self.server.open_connections.discard(self.connection)
-        super().finish()
+        with contextlib.suppress(OSError):  # a dropped connection is already gone
+            super().finish()
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # keep test output clean
@@ -336,6 +433,11 @@ class _Handler(BaseHTTPRequestHandler):
         except _HTTPError as error:
             self._send_error(error)
             return
+        except _Drop:
+            self.close_connection = True
+            with contextlib.suppress(OSError):
+                self.connection.shutdown(socket.SHUT_RDWR)
+            return
         self._send(status, payload)
 
     def _authorized(self) -> bool:
@@ -351,50 +453,45 @@ class _Handler(BaseHTTPRequestHandler):
         if retry_after is not None and error.status in (429, 503):
             headers["retry-after-ms"] = str(int(retry_after * 1000))
             headers["retry-after"] = str(math.ceil(retry_after))
+        if error.plain:
+            self._send_bytes(error.status, error.message.encode(), "text/plain", headers)
+            return
         self._send(error.status, _error_body(error.status, error.message, error.code), headers)
 
     def _send(
         self, status: int, payload: Mapping[str, Any], headers: Mapping[str, str] | None = None
     ) -> None:
         data = json.dumps(payload).encode("utf-8")
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(data)
+        self._send_bytes(status, data, "application/json", headers or {})
+
+    def _send_bytes(
+        self, status: int, data: bytes, content_type: str, headers: Mapping[str, str]
+    ) -> None:
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(data)))
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(data)
+        except OSError:  # the client gave up (its timeout) while the answer was being made
+            self.close_connection = True
 
 
-def replay_responder(script: list[dict[str, Any]]) -> Responder:
-    """Answers the i-th assistant turn with script[i], i = assistant messages already sent.
-
-    Stateless (the turn index comes from the request), so concurrent conversations and client
-    retries replay the same turn.
-    """
-
-    def respond(body: dict[str, Any]) -> dict[str, Any]:
-        turn = sum(1 for m in body.get("messages", []) if m.get("role") == "assistant")
-        if turn >= len(script):
-            raise ScriptExhausted(f"script has {len(script)} turns; asked for turn {turn + 1}")
-        return dict(script[turn])
-
-    return respond
-
-
-def tool_call(name: str, arguments: Mapping[str, Any] | str) -> dict[str, Any]:
-    """One scripted call; a string is sent untouched, so malformed JSON can be scripted."""
-    text = arguments if isinstance(arguments, str) else json.dumps(dict(arguments))
-    return {"name": name, "arguments": text}
-
-
-def tool_call_turn(
-    name: str, arguments: Mapping[str, Any] | str, *, content: str | None = None
-) -> dict[str, Any]:
-    """An assistant turn making a single tool call."""
-    return {"content": content, "tool_calls": [tool_call(name, arguments)]}
-
-
-def text_turn(content: str) -> dict[str, Any]:
-    """An assistant turn with text only (finish_reason 'stop')."""
-    return {"content": content, "tool_calls": []}
+__all__ = [
+    "PLAIN_500",
+    "ReplyTokenizer",
+    "Responder",
+    "ScriptExhausted",
+    "ScriptedOpenAIServer",
+    "ScriptedReply",
+    "ScriptedToolCall",
+    "call_as_text",
+    "malformed_call_turn",
+    "replay_responder",
+    "text_turn",
+    "tool_call",
+    "tool_call_turn",
+    "whitespace_tokens",
+]

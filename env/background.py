@@ -1,0 +1,329 @@
+"""Background features: structure every class shares, billed correctly (design §1.2).
+
+A fault needs some structure (a certificate, a cancellation, a trial, a coupon, a second charge);
+if only that class had it, one row would give the label away. So every scenario, whatever its
+label, draws the same features at the same rates: the exemption certificate with the customer
+(`WorldBuilder.make_customer`), and here the second subscription from L2 on (a trial, a coupon,
+seat changes, an immediate or scheduled plan change, a cancellation, a withdrawn one) and the
+payments
+(a charge taken twice and refunded in full, a goodwill credit note, memos and notes). None of
+them changes the truth: the story machinery bills them exactly like any other period.
+"""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+
+from env.builder import WorldBuilder
+from env.calendar import days, local_to_utc
+from env.faults.common import earlier_credit, late_days
+from env.story import Story
+from env.world import Invoice, Plan
+
+FEATURE_RATE = {
+    "trial": 0.6,
+    "extended_trial": 0.3,
+    "coupon": 0.35,
+    "seats": 0.4,
+    "upgrade_now": 0.3,
+    "scheduled_downgrade": 0.3,
+    "cancel": 0.3,
+    "withdrawn_cancel": 0.3,
+    "ordered_by": 0.3,
+    "refunded_second_charge": 0.5,
+    "split_payment": 0.7,
+    "goodwill_credit": 0.15,
+    "memo": 0.2,
+    "notes": 0.25,
+}
+MEMOS = (
+    "PO {n} - please quote on remittance",
+    "Cost centre {n}",
+    "Billing contact changed to accounts payable",
+    "Ref. contract {n}",
+)
+NOTES = (
+    "Prefers invoices by email to the finance team.",
+    "Annual budget review every {month}.",
+    "Account moved from the self-serve desk in {month}.",
+    "Pays by bank debit; card kept as backup.",
+)
+CANCEL_REASONS = ("too_expensive", "switched_provider", "project_ended", "missing_features")
+
+
+def decorate_second(b: WorldBuilder, plans: dict[str, Plan]) -> tuple[Story, list[str]]:
+    """The second subscription of L2/L3, with features drawn independently of the label."""
+    metered = [p for p in plans.values() if p.overage_unit_price_cents]
+    plain = [p for p in plans.values() if not p.overage_unit_price_cents]
+    plan = b.pick(metered if b.rng.random() < 0.4 else plain)
+    trial = plan.trial_days > 0 and _draw(b, "trial")
+    story = b.make_story(
+        plan,
+        seats=b.rng.randint(2, 12) if plan.per_seat else 1,
+        periods=b.rng.randint(3, 5),
+        trial=trial,
+    )
+    features = ["trial"] if trial else []
+    if plan.overage_unit_price_cents:
+        b.fill_usage(story)
+    if trial and _draw(b, "extended_trial"):
+        _extend_trial(b, story)
+        features.append("extended_trial")
+    first_paid = 1 if trial else 0
+    if _draw(b, "ordered_by"):
+        who = b.customer.email.split("@")[0] + ".admin@" + b.customer.email.split("@")[1]
+        story.sub.events[0].details["ordered_by"] = who
+        features.append("ordered_by")
+    if _draw(b, "coupon"):
+        _coupon(b, story, first_paid)
+        features.append("coupon")
+    if plan.per_seat and _draw(b, "seats"):
+        for k in sorted(b.rng.sample(range(story.periods - 1), b.rng.randint(1, 2))):
+            _seat_change(b, story, k)
+        features.append("seats")
+    swap = _swap_plan(plan, plans)
+    if swap is not None and _draw(b, "upgrade_now"):
+        count = 2 if story.periods - 1 - first_paid >= 2 and b.rng.random() < 0.5 else 1
+        ks = sorted(b.rng.sample(range(first_paid, story.periods - 1), count))
+        old, new = plan, swap
+        for k in ks:  # a change, and maybe the change back later
+            start, end = story.period(k)
+            day = b.pick(late_days(start, end, old, new, margin=2))
+            _plan_change(b, story, day, new, "immediately")
+            old, new = new, old
+        features.append("upgrade_now")
+    elif swap is not None and _draw(b, "scheduled_downgrade"):
+        k = b.rng.randint(first_paid, story.periods - 2)
+        start, end = story.period(k)
+        story.plan_changes.append((end, swap))
+        day = start + days(b.rng.randint(2, (end - start).days - 3))
+        _plan_change(b, story, day, swap, "at_period_end")
+        features.append("scheduled_downgrade")
+    if _draw(b, "withdrawn_cancel"):
+        k = b.rng.randint(0, story.periods - 2)
+        start, end = story.period(k)
+        day = start + days(b.rng.randint(2, (end - start).days - 6))
+        details = {"effective": "at_period_end", "reason": b.pick(CANCEL_REASONS)}
+        story.event(day, b.work_time(), "cancel_requested", details)
+        later = day + days(b.rng.randint(1, 3))
+        story.event(later, b.work_time(), "renewed", {"cancel_request_withdrawn": True})
+        features.append("withdrawn_cancel")
+    elif _draw(b, "cancel"):
+        _cancel(b, story)
+        features.append("cancel")
+    return story, features
+
+
+def decorate_payments(b: WorldBuilder, avoid: list[Invoice]) -> list[str]:
+    """Payment-level look-alikes on invoices the fault does not touch."""
+    assert b.draft is not None
+    features = []
+    safe = [
+        inv
+        for inv in b.draft.invoices
+        if inv not in avoid
+        and inv.correct == inv.billed
+        and inv.billed_amounts().total_cents > 0
+        and any(p.invoice_id == inv.id and p.status == "succeeded" for p in b.draft.payments)
+    ]
+    if safe and _draw(b, "refunded_second_charge"):
+        for invoice in b.rng.sample(safe, min(len(safe), b.pick((1, 1, 2, 3)))):
+            first = next(
+                p
+                for p in b.draft.payments
+                if p.invoice_id == invoice.id and p.status == "succeeded"
+            )
+            again = b.pay(invoice, after=first.paid_at, status="succeeded")
+            assert again is not None
+            b.refund(again, again.amount_cents)
+        features.append("refunded_second_charge")
+    if safe and _draw(b, "split_payment"):  # paid in two instalments that add up to the total
+        invoice = b.pick(safe)
+        paid = [
+            p for p in b.draft.payments if p.invoice_id == invoice.id and p.status == "succeeded"
+        ]
+        if len(paid) == 1:
+            first = paid[0]
+            part = first.amount_cents * b.rng.randint(20, 80) // 100
+            rest = b.pay(invoice, after=first.paid_at, status="succeeded")
+            assert rest is not None
+            rest.amount_cents, first.amount_cents = first.amount_cents - part, part
+            features.append("split_payment")
+    if safe and _draw(b, "goodwill_credit"):
+        invoice = b.pick(safe)
+        total = invoice.billed_amounts().total_cents
+        earlier_credit(b, invoice, max(100, total * b.rng.randint(5, 20) // 100), invoice.issued_at)
+        features.append("goodwill_credit")
+    if b.draft.invoices and _draw(b, "memo"):
+        invoice = b.pick(b.draft.invoices)
+        if not invoice.memo:
+            invoice.memo = b.pick(MEMOS).format(n=b.rng.randint(1000, 99999))
+            features.append("memo")
+    if b.customer.currency != "USD":  # the rate table holds more days than the invoices use
+        first = min(inv.billed.period_start for inv in b.draft.invoices)
+        last = max(inv.billed.period_start for inv in b.draft.invoices)
+        for _ in range(b.rng.randint(2, 12)):
+            b.fx_on(first + days(b.rng.randint(0, max(1, (last - first).days + 20))))
+    if _draw(b, "notes") and not b.customer.notes:
+        month = b.pick(("January", "April", "July", "October"))
+        b.customer.notes = b.pick(NOTES).format(month=month)
+        features.append("notes")
+    return features
+
+
+def _draw(b: WorldBuilder, feature: str) -> bool:
+    return b.rng.random() < FEATURE_RATE[feature]
+
+
+def _extend_trial(b: WorldBuilder, story: Story) -> None:
+    """A trial extended by support: it ends later, logged with the standard length."""
+    assert story.trial_end is not None
+    start = story.period(0)[0]
+    story.trial_end += days(b.rng.randint(5, 20))
+    for event in story.sub.events:
+        if event.type == "trial_started":
+            event.details.update(
+                trial_days=(story.trial_end - start).days,
+                standard_trial_days=story.plan.trial_days,
+                extended=True,
+            )
+        elif event.type == "trial_ended":
+            event.occurred_at = local_to_utc(story.trial_end, story.time_of_day(), story.timezone)
+    story.sub.events.sort(key=lambda e: e.occurred_at)
+
+
+def _coupon(b: WorldBuilder, story: Story, first_paid: int) -> None:
+    kind = b.pick(("once", "repeating", "forever"))
+    k = b.rng.randint(first_paid, max(first_paid, story.periods - 2))
+    start, end = story.period(k)
+    applied = start if k == first_paid else start + days(b.rng.randint(1, (end - start).days - 2))
+    coupon = b.new_coupon(
+        duration=kind,
+        periods=b.rng.randint(1, 3) if kind == "repeating" else None,
+        valid_from=applied - days(b.rng.randint(0, 40)),
+        valid_until=applied + days(b.rng.randint(90, 420)),
+        percent=b.pick((10, 15, 20, 25)),
+    )
+    story.coupon, story.coupon_from = coupon, applied
+    story.sub.coupon_code = coupon.code
+    story.event(applied, b.work_time(), "coupon_applied", {"coupon_code": coupon.code})
+
+
+def _seat_change(b: WorldBuilder, story: Story, k: int) -> None:
+    start, end = story.period(k)
+    day = start + days(b.rng.randint(1, (end - start).days - 2))
+    before = story.seats_at(day)
+    # a rise only: with a later downgrade a smaller seat count could push the next invoice's
+    # proration credit above its charge (the world has no negative invoices)
+    after = before + b.pick((1, 2, 3, 5))
+    story.seat_changes.append((end, after))
+    details: dict[str, object] = {"from_seats": before, "to_seats": after}
+    details["effective"] = "next_period"
+    if b.rng.random() < 0.4:
+        details["changed_by"] = b.customer.email
+    story.event(day, b.work_time(), "seats_changed", details)
+
+
+def _swap_plan(plan: Plan, plans: dict[str, Plan]) -> Plan | None:
+    """The plan of the same kind to change to (Team <-> Business, Growth <-> Scale)."""
+    pairs = {"PLN-TEAM": "BUSINESS", "PLN-BUSINESS": "TEAM", "PLN-GROWTH": "SCALE"}
+    pairs["PLN-SCALE"] = "GROWTH"
+    key = pairs.get(plan.id)
+    return plans.get(key) if key else None
+
+
+def _plan_change(b: WorldBuilder, story: Story, day: date, to: Plan, effective: str) -> None:
+    if effective == "immediately":
+        story.plan_changes.append((day, to))
+    before = story.plan_at(day - timedelta(days=1))
+    details = {"from_plan_id": before.id, "to_plan_id": to.id, "effective": effective}
+    story.event(day, b.work_time(), "plan_changed", details)
+
+
+def _cancel(b: WorldBuilder, story: Story) -> None:
+    """Canceled at the end of its last period: no invoice after it, status canceled."""
+    k = story.periods - 1
+    start, end = story.period(k)
+    day = start + days(b.rng.randint(1, (end - start).days - 3))
+    reason = b.pick(CANCEL_REASONS)
+    story.event(
+        day, b.work_time(), "cancel_requested", {"effective": "at_period_end", "reason": reason}
+    )
+    confirmed = day + days(b.rng.randint(0, 2))
+    story.event(confirmed, b.work_time(), "canceled", {"effective": "at_period_end"})
+    story.cancel_effective = end
+    story.sub.status = "canceled"
+
+
+PENDING_RATE = {"cancel": 0.45, "scheduled": 0.35, "immediate": 0.35, "seats": 0.5, "coupon": 0.45}
+PENDING_RATE["withdrawn"] = 0.3
+PENDING_SKIP = {  # the fault's own signal: never a pending look-alike in that class
+    "cancel": ("billed_after_cancellation", "timezone_period_boundary"),
+    "withdrawn": (),
+    "scheduled": ("downgrade_not_applied",),
+    "immediate": ("proration_error", "timezone_period_boundary", "usage_overage_miscalculated"),
+    "seats": ("seat_count_mismatch",),
+    "coupon": ("coupon_not_applied",),
+}
+
+
+def pending_changes(b: WorldBuilder, story: Story, opened_day: date) -> list[str]:
+    """Changes the customer made in the current period, which no invoice reflects yet (the next
+    one will): a cancellation or a plan change at period end, an immediate plan change, a seat
+    change, a coupon. They give every class the timeline signals of the lifecycle faults."""
+    ks = story.billed_periods()
+    if not ks or story.sub.status != "active" or story.cancel_effective is not None:
+        return []
+    start, end = story.period(ks[-1])
+    first, last = story.issue_day(ks[-1]) + days(1), min(opened_day, end) - days(1)
+    if last < first:
+        return []
+    features = []
+    plans = {p.id: p for p in b.draft.plans} if b.draft else {}
+    current = story.plan_at(start)
+    for feature, rate in PENDING_RATE.items():
+        if b.rng.random() >= rate or b.label in PENDING_SKIP[feature]:
+            continue
+        day = first + days(b.rng.randint(0, (last - first).days))
+        at = b.work_time()
+        if feature == "cancel":
+            details = {"effective": "at_period_end", "reason": b.pick(CANCEL_REASONS)}
+            story.event(day, at, "cancel_requested", details)
+            if b.rng.random() < 0.9:  # confirmed at once; the period runs out after the dispute
+                story.event(day, at, "canceled", {"effective": "at_period_end"})
+        elif feature == "withdrawn":  # asked to cancel, then changed their mind
+            details = {"effective": "at_period_end", "reason": b.pick(CANCEL_REASONS)}
+            story.event(day, at, "cancel_requested", details)
+            story.event(day, at, "renewed", {"cancel_request_withdrawn": True})
+        elif feature in ("scheduled", "immediate"):
+            others = [p for p in plans.values() if p.id != current.id]
+            same = [p for p in others if p.per_seat == current.per_seat] or others
+            to = b.pick(same)
+            effective = "at_period_end" if feature == "scheduled" else "immediately"
+            details = {"from_plan_id": current.id, "to_plan_id": to.id, "effective": effective}
+            story.event(day, at, "plan_changed", details)
+            if feature == "immediate":
+                story.sub.plan_id = to.id
+            current = to
+        elif feature == "seats" and current.per_seat:
+            seats = story.sub.seats
+            after = max(1, seats + b.pick((-2, -1, 1, 2, 4)))
+            details = {"from_seats": seats, "to_seats": after if after != seats else seats + 1}
+            details["effective"] = "next_period"
+            story.event(day, at, "seats_changed", details)
+        elif feature == "coupon" and story.coupon is None:
+            coupon = b.new_coupon(
+                duration=b.pick(("once", "repeating", "forever")),
+                periods=None,
+                valid_from=day - days(b.rng.randint(0, 30)),
+                valid_until=day + days(b.rng.randint(60, 400)),
+                percent=b.pick((10, 15, 20, 25, 30)),
+            )
+            if coupon.duration == "repeating":
+                coupon.duration_periods = b.rng.randint(2, 6)
+            story.sub.coupon_code = coupon.code
+            story.event(day, at, "coupon_applied", {"coupon_code": coupon.code})
+        else:
+            continue
+        features.append(f"pending_{feature}")
+    return features

@@ -1,0 +1,168 @@
+"""World invariants (design §1.1), checked on a scenario's frozen database.
+
+`env.validate` runs these for every scenario it replays. They read only the tables an agent
+could read, plus the truth's list of faulted invoices: every invoice the fault did not touch
+must follow the billing rules exactly, and nothing in the timeline may contradict causality
+(no invoice before its subscription, no payment before its invoice, no invoice reflecting a
+later event, usage in arrears, active subscriptions invoicing every period up to the dispute).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections import defaultdict
+from datetime import date
+from fractions import Fraction
+from itertools import pairwise
+
+from env.billing import compute_invoice, previous_period_start
+from env.calendar import utc_to_local_date
+from env.money import parse_rate
+from env.records import inputs_from_json
+
+
+def world_problems(connection: sqlite3.Connection, faulted: set[str]) -> list[str]:
+    """Every broken invariant, as one line each; `faulted` = invoice ids the fault touched."""
+    world = _World(connection)
+    problems: list[str] = []
+    problems += world.causality()
+    problems += world.continuity(faulted)
+    for row in world.invoices:
+        problems += world.engine_reproduces(row)
+        if row["id"] not in faulted:
+            problems += [f"{row['id']}: {p}" for p in world.rule_deviations(row)]
+    return problems
+
+
+class _World:
+    def __init__(self, connection: sqlite3.Connection) -> None:
+        db = connection
+        db.row_factory = sqlite3.Row
+        self.customer = db.execute("SELECT * FROM customers").fetchone()
+        self.tz: str = self.customer["timezone"]
+        self.subs = {r["id"]: r for r in db.execute("SELECT * FROM subscriptions")}
+        self.invoices = db.execute("SELECT * FROM invoices ORDER BY issued_at, id").fetchall()
+        self.payments = db.execute("SELECT * FROM payments ORDER BY paid_at, id").fetchall()
+        self.events: dict[str, list[sqlite3.Row]] = defaultdict(list)
+        for e in db.execute("SELECT * FROM subscription_events ORDER BY subscription_id, seq"):
+            self.events[e["subscription_id"]].append(e)
+        self.usage = {
+            (u["subscription_id"], u["period_start"], u["period_end"]): u["units"]
+            for u in db.execute("SELECT * FROM usage_records")
+        }
+        self.tax = db.execute("SELECT * FROM tax_rates").fetchall()
+        self.fx = {(r["quote"], r["date"]): r["rate"] for r in db.execute("SELECT * FROM fx_rates")}
+        self.notes = db.execute("SELECT * FROM credit_notes").fetchall()
+        self.dispute = db.execute("SELECT * FROM disputes").fetchone()
+
+    def local(self, stamp: str) -> date:
+        return utc_to_local_date(stamp, self.tz)
+
+    # timeline ---------------------------------------------------------------------------
+    def causality(self) -> list[str]:
+        problems = []
+        opened = self.dispute["opened_at"]
+        issued = {r["id"]: r["issued_at"] for r in self.invoices}
+        for r in self.invoices:
+            sub = self.subs[r["subscription_id"]]
+            if r["issued_at"] < sub["started_at"]:
+                problems.append(f"{r['id']} issued before {sub['id']} was created")
+            inputs = json.loads(r["inputs"])
+            day = self.local(r["issued_at"])
+            if not r["period_start"] <= day.isoformat() < r["period_end"]:
+                problems.append(f"{r['id']} issued on {day}, outside its period (in advance)")
+            change = inputs["plan_change_date"]
+            if change is not None and change > r["period_start"]:
+                problems.append(f"{r['id']} prorates a change on {change} inside its own period")
+            if inputs["fx_rate_date"] > day.isoformat():
+                problems.append(f"{r['id']} converts at the rate of a later day")
+            if inputs["usage_units"] is not None and not self._usage_record(r):
+                problems.append(f"{r['id']} bills usage without a finished usage period")
+            if r["total_cents"] < 0:
+                problems.append(f"{r['id']} has a negative total")
+        for p in self.payments:
+            if p["paid_at"] < issued[p["invoice_id"]]:
+                problems.append(f"payment {p['id']} is dated before invoice {p['invoice_id']}")
+        stamps = [r["issued_at"] for r in self.invoices] + [p["paid_at"] for p in self.payments]
+        stamps += [e["occurred_at"] for es in self.events.values() for e in es]
+        stamps += [n["created_at"] for n in self.notes]
+        if stamps and max(stamps) > opened:
+            problems.append(f"a record is dated after the dispute opened ({opened})")
+        return problems
+
+    def _usage_record(self, row: sqlite3.Row) -> int | None:
+        before = previous_period_start(date.fromisoformat(row["period_start"])).isoformat()
+        return self.usage.get((row["subscription_id"], before, row["period_start"]))
+
+    def continuity(self, faulted: set[str]) -> list[str]:
+        """Active subscriptions invoice every period up to the dispute; a stop has a reason.
+        A subscription the fault billed wrongly (after its cancellation) is left out."""
+        problems = []
+        opened = self.local(self.dispute["opened_at"]).isoformat()
+        by_sub: dict[str, list[sqlite3.Row]] = defaultdict(list)
+        for r in self.invoices:
+            inputs = json.loads(r["inputs"])
+            if inputs["proration_start"] != r["period_end"]:  # not a trial's zero invoice
+                by_sub[r["subscription_id"]].append(r)
+        for sub_id, sub in self.subs.items():
+            rows = sorted(by_sub.get(sub_id, []), key=lambda r: r["period_start"])
+            if any(r["id"] in faulted for r in rows) and sub["status"] == "active":
+                continue
+            kinds = {e["type"] for e in self.events[sub_id]}
+            if sub["status"] != "active":
+                if not kinds & {"canceled", "cancel_requested"}:
+                    problems.append(f"{sub_id} is {sub['status']} without a cancellation event")
+                continue
+            for a, b in pairwise(rows):
+                if a["period_end"] < b["period_start"]:
+                    problems.append(f"{sub_id} skipped {a['period_end']} to {b['period_start']}")
+            if rows and rows[-1]["period_end"] < opened:
+                problems.append(f"active {sub_id} stopped invoicing at {rows[-1]['period_end']}")
+        return problems
+
+    # billing rules ----------------------------------------------------------------------
+    def engine_reproduces(self, row: sqlite3.Row) -> list[str]:
+        amounts = compute_invoice(inputs_from_json(row["inputs"]))
+        if amounts.total_cents != row["total_cents"] or amounts.tax_cents != row["tax_cents"]:
+            return [f"{row['id']}: recorded inputs do not reproduce the billed total"]
+        return []
+
+    def rule_deviations(self, row: sqlite3.Row) -> list[str]:
+        inputs = inputs_from_json(row["inputs"])
+        day = self.local(row["issued_at"])
+        problems = []
+        jurisdiction = self.customer["tax_jurisdiction"]
+        if inputs.tax_jurisdiction != jurisdiction:
+            problems.append(f"taxed under {inputs.tax_jurisdiction}, not {jurisdiction}")
+        if inputs.tax_exempt != self._exempt(day):
+            problems.append(f"tax_exempt {inputs.tax_exempt} on {day}")
+        rate = self._tax_rate(jurisdiction, day)
+        if not inputs.tax_exempt and inputs.tax_rate != rate:
+            problems.append(f"tax rate {inputs.tax_rate} is not the rate {rate} in force on {day}")
+        if inputs.fx_rate_date != day:
+            problems.append(f"fx rate of {inputs.fx_rate_date}, not of the issue day {day}")
+        elif inputs.fx_rate != self._fx(inputs.currency, day):
+            problems.append(f"fx rate {inputs.fx_rate} is not the rate recorded for {day}")
+        if inputs.usage_units is not None and inputs.usage_units != self._usage_record(row):
+            problems.append("usage units differ from the usage record")
+        return problems
+
+    def _exempt(self, day: date) -> bool:
+        c = self.customer
+        start, end = c["exemption_valid_from"], c["exemption_valid_until"]
+        return start is not None and start <= day.isoformat() < end
+
+    def _tax_rate(self, jurisdiction: str, day: date) -> Fraction | None:
+        text = day.isoformat()
+        for r in self.tax:
+            started = r["jurisdiction"] == jurisdiction and r["effective_from"] <= text
+            if started and (r["effective_to"] is None or text < r["effective_to"]):
+                return parse_rate(r["rate"])
+        return None
+
+    def _fx(self, currency: str, day: date) -> Fraction | None:
+        if currency == "USD":
+            return Fraction(1)
+        text = self.fx.get((currency, day.isoformat()))
+        return None if text is None else parse_rate(text)

@@ -1,0 +1,187 @@
+"""Surface features of a scenario: what a shortcut-seeking model reads straight off the tables.
+
+Every feature is read from the public scenario database (the tables the agent's tools expose),
+never from the truth, and no record is compared with another: counts of rows, flags, currencies,
+local hours of timestamps, memo/notes present, event-type counts, payments per invoice. If one of
+these predicts a label, the world gives its answer away (design §1.2); `env.probe` measures that.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections import Counter
+from datetime import datetime
+from functools import cache
+from zoneinfo import ZoneInfo
+
+TABLES = (
+    "plans", "plan_prices", "coupons", "subscriptions", "subscription_events", "tax_rates",
+    "fx_rates", "usage_records", "invoices", "invoice_lines", "payments", "credit_notes",
+)  # fmt: skip
+EVENT_TYPES = (
+    "created", "trial_started", "trial_ended", "plan_changed", "seats_changed", "coupon_applied",
+    "coupon_removed", "cancel_requested", "canceled", "renewed",
+)  # fmt: skip
+CURRENCIES = ("USD", "EUR", "GBP", "CAD", "AUD")
+SUB_STATUSES = ("active", "canceled", "trialing", "past_due")
+INVOICE_STATUSES = ("paid", "open", "void", "uncollectible")
+PAYMENT_STATUSES = ("succeeded", "failed", "refunded")
+INPUT_FLAGS = (  # invoice inputs fields whose mere presence could be a tell
+    "previous_plan", "previous_seats", "plan_change_date", "proration_start", "proration_end",
+    "coupon", "usage_units",
+)  # fmt: skip
+NIGHT = (22, 23, 0, 1)  # local hours "near midnight"
+
+
+@cache
+def _zone(name: str) -> ZoneInfo:
+    return ZoneInfo(name)
+
+
+def _local_hours(stamps: list[str], zone: ZoneInfo) -> list[int]:
+    return [datetime.fromisoformat(s.replace("Z", "+00:00")).astimezone(zone).hour for s in stamps]
+
+
+def _hour_features(prefix: str, hours: list[int]) -> dict[str, float]:
+    night = sum(h in NIGHT for h in hours)
+    return {
+        f"{prefix}_night": float(night),
+        f"{prefix}_any_night": float(night > 0),
+        f"{prefix}_min_hour": float(min(hours, default=12)),
+        f"{prefix}_max_hour": float(max(hours, default=12)),
+        f"{prefix}_midnight": float(sum(h == 0 for h in hours)),
+    }
+
+
+def _count(db: sqlite3.Connection, sql: str) -> float:
+    return float(db.execute(sql).fetchone()[0] or 0)
+
+
+def features_of_database(image: bytes) -> dict[str, float]:
+    """Feature name -> value for one scenario's database image (bytes as the agent gets it)."""
+    db = sqlite3.connect(":memory:")
+    try:
+        db.deserialize(image)
+        return _features(db)
+    finally:
+        db.close()
+
+
+def _features(db: sqlite3.Connection) -> dict[str, float]:
+    f: dict[str, float] = {}
+    for table in TABLES:
+        f[f"rows_{table}"] = _count(db, f"SELECT COUNT(*) FROM {table}")
+    f.update(_customer(db))
+    zone = _zone(db.execute("SELECT timezone FROM customers").fetchone()[0])
+    f.update(_plans(db))
+    f.update(_subscriptions(db))
+    f.update(_events(db, zone))
+    f.update(_invoices(db, zone))
+    f.update(_payments(db, zone))
+    opened = [r[0] for r in db.execute("SELECT opened_at FROM disputes")]
+    f.update(_hour_features("dispute", _local_hours(opened, zone)))
+    return f
+
+
+def _customer(db: sqlite3.Connection) -> dict[str, float]:
+    cert, notes, currency, region = db.execute(
+        "SELECT exemption_certificate_id, notes, currency, region FROM customers"
+    ).fetchone()
+    f = {
+        "customer_has_exemption": float(cert is not None),
+        "customer_notes_present": float(bool(notes.strip())),
+        "customer_has_region": float(region is not None),
+    }
+    f.update({f"currency_{c}": float(currency == c) for c in CURRENCIES})
+    f["currency_non_usd"] = float(currency != "USD")
+    return f
+
+
+def _plans(db: sqlite3.Connection) -> dict[str, float]:
+    return {
+        "plans_per_seat": _count(db, "SELECT COUNT(*) FROM plans WHERE pricing='per_seat'"),
+        "plans_with_trial": _count(db, "SELECT COUNT(*) FROM plans WHERE trial_days>0"),
+        "plans_metered": _count(db, "SELECT COUNT(*) FROM plans WHERE overage_unit_price_cents>0"),
+        "plans_yearly": _count(db, "SELECT COUNT(*) FROM plans WHERE interval='year'"),
+        "prices_announced": _count(
+            db, "SELECT COUNT(*) FROM plan_prices WHERE announced_at IS NOT NULL"
+        ),
+        "coupons_percent": _count(db, "SELECT COUNT(*) FROM coupons WHERE percent_off IS NOT NULL"),
+        "coupons_forever": _count(db, "SELECT COUNT(*) FROM coupons WHERE duration='forever'"),
+        "coupons_once": _count(db, "SELECT COUNT(*) FROM coupons WHERE duration='once'"),
+    }
+
+
+def _subscriptions(db: sqlite3.Connection) -> dict[str, float]:
+    statuses = Counter(r[0] for r in db.execute("SELECT status FROM subscriptions"))
+    f = {f"subs_{s}": float(statuses[s]) for s in SUB_STATUSES}
+    f["subs_other_status"] = float(sum(statuses.values()) - sum(statuses[s] for s in SUB_STATUSES))
+    f["subs_with_coupon"] = _count(
+        db, "SELECT COUNT(*) FROM subscriptions WHERE coupon_code IS NOT NULL"
+    )
+    f["subs_max_seats"] = _count(db, "SELECT MAX(seats) FROM subscriptions")
+    f["usage_subscriptions"] = _count(
+        db, "SELECT COUNT(DISTINCT subscription_id) FROM usage_records"
+    )
+    return f
+
+
+def _events(db: sqlite3.Connection, zone: ZoneInfo) -> dict[str, float]:
+    rows = db.execute("SELECT type, occurred_at, details FROM subscription_events").fetchall()
+    types = Counter(r[0] for r in rows)
+    f = {f"events_{t}": float(types[t]) for t in EVENT_TYPES}
+    f["events_other_type"] = float(len(rows) - sum(types[t] for t in EVENT_TYPES))
+    f["events_max_per_sub"] = _count(
+        db,
+        "SELECT MAX(n) FROM (SELECT COUNT(*) AS n FROM subscription_events "
+        "GROUP BY subscription_id)",
+    )
+    keys: Counter[str] = Counter()
+    for _, _, details in rows:
+        parsed = json.loads(details) if details else {}
+        keys.update(f"event_detail_{k}" for k in parsed if isinstance(parsed, dict))
+    f.update({k: float(v) for k, v in keys.items()})
+    non_created = [r[1] for r in rows if r[0] != "created"]
+    f.update(_hour_features("event", _local_hours(non_created, zone)))
+    f.update(_hour_features("event_any", _local_hours([r[1] for r in rows], zone)))
+    return f
+
+
+def _invoices(db: sqlite3.Connection, zone: ZoneInfo) -> dict[str, float]:
+    rows = db.execute(
+        "SELECT issued_at, status, memo, inputs, discount_cents, tax_cents, total_cents "
+        "FROM invoices"
+    ).fetchall()
+    statuses = Counter(r[1] for r in rows)
+    f = {f"invoices_{s}": float(statuses[s]) for s in INVOICE_STATUSES}
+    f["invoices_memo"] = float(sum(bool(r[2].strip()) for r in rows))
+    f["invoices_discounted"] = float(sum(r[4] > 0 for r in rows))
+    f["invoices_untaxed"] = float(sum(r[5] == 0 for r in rows))
+    f["invoices_zero_total"] = float(sum(r[6] == 0 for r in rows))
+    inputs = [json.loads(r[3]) for r in rows]
+    for flag in INPUT_FLAGS:
+        f[f"inputs_{flag}"] = float(sum(i.get(flag) is not None for i in inputs))
+    f["inputs_tax_exempt"] = float(sum(bool(i.get("tax_exempt")) for i in inputs))
+    f["invoice_subscriptions"] = _count(db, "SELECT COUNT(DISTINCT subscription_id) FROM invoices")
+    f["lines_max_per_invoice"] = _count(
+        db, "SELECT MAX(n) FROM (SELECT COUNT(*) AS n FROM invoice_lines GROUP BY invoice_id)"
+    )
+    f["lines_negative"] = _count(db, "SELECT COUNT(*) FROM invoice_lines WHERE amount_cents<0")
+    f.update(_hour_features("issued", _local_hours([r[0] for r in rows], zone)))
+    return f
+
+
+def _payments(db: sqlite3.Connection, zone: ZoneInfo) -> dict[str, float]:
+    rows = db.execute("SELECT invoice_id, paid_at, method, status FROM payments").fetchall()
+    statuses = Counter(r[3] for r in rows)
+    f = {f"payments_{s}": float(statuses[s]) for s in PAYMENT_STATUSES}
+    per_invoice = Counter(r[0] for r in rows)
+    ok_per_invoice = Counter(r[0] for r in rows if r[3] == "succeeded")
+    f["payments_max_per_invoice"] = float(max(per_invoice.values(), default=0))
+    f["invoices_multi_payment"] = float(sum(n > 1 for n in per_invoice.values()))
+    f["invoices_multi_succeeded"] = float(sum(n > 1 for n in ok_per_invoice.values()))
+    f["payments_methods"] = float(len({r[2] for r in rows}))
+    f["payments_minus_invoices"] = float(len(rows)) - _count(db, "SELECT COUNT(*) FROM invoices")
+    f.update(_hour_features("paid", _local_hours([r[1] for r in rows], zone)))
+    return f

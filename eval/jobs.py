@@ -1,0 +1,144 @@
+"""Running a run's episodes: bounded concurrency, extra rounds for incomplete ones, one line each.
+
+`eval/run.py` and `training/eval_checkpoint.py` share it. An episode is recorded graded, as an
+error line (server error, harness bug), or not at all (incomplete after transient failures:
+returned to the caller, who reruns it). A `PolicyError` (including `ServerUnreachable`) stops
+every episode and propagates as one exception.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from dataclasses import dataclass, replace
+from typing import Any
+
+from agent.policy import Policy, PolicyError, TransientPolicyError
+from agent.retry import ServerWatch
+from env.scenario import Scenario, reveal_truth
+from eval.episode_log import EpisodeLog, error_line, result_line
+
+DEFAULT_RETRY_BUDGET_S = 900.0
+
+
+@dataclass(frozen=True)
+class Job:
+    scenario: Scenario
+    sample: int
+
+
+class Screen:
+    """Progress lines under the bar: what is retried and why, at most one line a second."""
+
+    def __init__(self, interval_s: float = 1.0) -> None:
+        self.interval_s = interval_s
+        self._last = 0.0
+        self._skipped = 0
+
+    def __call__(self, message: str) -> None:
+        from tqdm import tqdm
+
+        now = time.monotonic()
+        if now - self._last < self.interval_s:
+            self._skipped += 1
+            return
+        more = f" (+{self._skipped} more retries)" if self._skipped else ""
+        tqdm.write(message + more, file=sys.stderr)
+        self._last, self._skipped = now, 0
+
+
+@dataclass
+class Runner:
+    """One run's episodes: the policy, how they roll out, where they are written."""
+
+    policy: Policy
+    log: EpisodeLog
+    rollout: Any  # agent.rollout.RolloutConfig (imported lazily: art is slow to import)
+    keep_transcript: bool
+    incomplete: dict[tuple[str, int], str]  # job key -> last transient cause
+
+    async def episode(self, job: Job) -> bool:
+        """Runs and records one episode; False when it stays incomplete (retried later)."""
+        from agent.rollout import run_episode
+        from eval.grader import grade_episode
+
+        key = (job.scenario.scenario_id, job.sample)
+        try:
+            result = await run_episode(self.policy, job.scenario, self.rollout)
+        except TransientPolicyError as exc:
+            self.incomplete[key] = str(exc)
+            return False
+        except PolicyError:
+            raise
+        except Exception as exc:  # a bug in one episode must not end the run: it is a failure
+            self.log.append(error_line(job.scenario, job.sample, self.policy.name, exc))
+            self.incomplete.pop(key, None)
+            return True
+        grade = None
+        if result.error is None:
+            grade = grade_episode(reveal_truth(job.scenario), result.record, job.scenario.database)
+        line = result_line(
+            job.scenario, job.sample, result, grade, keep_transcript=self.keep_transcript
+        )
+        self.log.append(line)
+        self.incomplete.pop(key, None)
+        return True
+
+
+async def run_jobs(
+    policy: Policy,
+    jobs: list[Job],
+    log: EpisodeLog,
+    *,
+    concurrency: int,
+    rounds: int,
+    rollout: Any = None,
+    keep_transcript: bool = True,
+    incomplete: dict[tuple[str, int], str] | None = None,
+) -> list[Job]:
+    """Bounded-concurrency rounds; returns the jobs still incomplete after every round.
+
+    `rollout`: an `agent.rollout.RolloutConfig` whose `watch` is the run's `ServerWatch`
+    (default: the default settings, the default retry budget, progress lines on stderr).
+    """
+    from tqdm import tqdm
+
+    from agent.rollout import RolloutConfig
+
+    if rollout is None or rollout.watch is None:
+        base = rollout or RolloutConfig()
+        rollout = replace(base, watch=ServerWatch(DEFAULT_RETRY_BUDGET_S), report=Screen())
+    runner = Runner(policy, log, rollout, keep_transcript, {} if incomplete is None else incomplete)
+    name = runner.policy.name
+    semaphore = asyncio.Semaphore(concurrency)
+    progress = tqdm(total=len(jobs), desc=name, unit="ep", file=sys.stderr, mininterval=0.5)
+    watch: ServerWatch = runner.rollout.watch
+
+    async def one(job: Job, retry: list[Job]) -> None:
+        async with semaphore:
+            if await runner.episode(job):
+                progress.update(1)
+            else:
+                retry.append(job)
+
+    pending = jobs
+    try:
+        for round_index in range(rounds):
+            if round_index:
+                if watch.budget_spent():
+                    break
+                await asyncio.sleep(min(60.0, runner.rollout.retry.backoff_s * 4**round_index))
+            retry: list[Job] = []
+            async with asyncio.TaskGroup() as group:
+                for job in pending:
+                    group.create_task(one(job, retry))
+            pending = retry
+            if not pending:
+                break
+    except* PolicyError as failure:
+        raise failure.exceptions[0] from None  # the user's mistake: one line, not a group
+    finally:
+        progress.close()
+        await runner.policy.aclose()
+    return pending

@@ -1,0 +1,1 @@
+"""Test-support servers and helpers (not product code): the scripted OpenAI-compatible server."""
