@@ -87,7 +87,8 @@ class Traced:
 
 
 def _clean(text: str) -> str:
-    text = unicodedata.normalize("NFKC", text)
+    # `seats=20` (tool-argument style) is two words: `=` is never part of a number
+    text = unicodedata.normalize("NFKC", text).replace("=", " ")
     chars = []
     for ch in text:
         if "0" <= ch <= "9" or ch.isascii():

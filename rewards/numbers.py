@@ -8,7 +8,8 @@ own implementation of the same rules (`eval/grounding.py`); `python -m eval.agre
 
 The rules, in order (README "The reward" states them for users):
  1. Normalise: NFKC (full-width digits and letters, non-breaking spaces), every Unicode decimal
-    digit to its ASCII digit, `−` to `-`, `’` to `'`, en and em dashes to spaces.
+    digit to its ASCII digit, `−` to `-`, `’` to `'`, en and em dashes to spaces, `=` to a space
+    (`seats=20`, the way tool arguments are written, reads as `seats` and `20`).
  2. Split on whitespace into words; strip edge punctuation ( ( ) [ ] { } < > « » " ' , ; : ! ? * ),
     trailing dots and a possessive `'s`.
  3. Join phrases, left to right: a date with a month name (`15 March 2026`, `15th of March`,
@@ -130,7 +131,7 @@ class Token:
 
 def normalise(text: str) -> str:
     """Rule 1."""
-    text = unicodedata.normalize("NFKC", text)
+    text = unicodedata.normalize("NFKC", text).replace("=", " ")
     if text.isascii():
         return text
     out = []

@@ -12,8 +12,10 @@ tokens for SmolLM2), and a prefix-preserving template makes each turn extend the
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
+import threading
 from typing import TYPE_CHECKING, Any, cast
 
 from openai.types.chat.chat_completion import Choice
@@ -49,12 +51,12 @@ class HfPolicy:
         self._max_context = max_context or model.config.max_position_embeddings
         self._prefix_cache = prefix_cache
         self._cached: tuple[list[int], Any] | None = None  # token ids, their KV cache
+        # a thread lock, not an asyncio one: a cancelled turn's thread still holds the model
+        self._generating = threading.Lock()
 
     async def respond(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], scenario: Scenario
     ) -> PolicyReply:
-        import torch
-
         turn = sum(1 for message in messages if message.get("role") == "assistant")
         shown_tools = self._render_tools if self._render_tools is not None else tools
         prompt_ids = cast(
@@ -70,14 +72,42 @@ class HfPolicy:
         room = min(self._max_new_tokens, self._max_context - len(prompt_ids))
         if room <= 0:  # out of context: end the turn with no call, as a length cut
             return PolicyReply(_choice({"content": ""}, "length", turn), len(prompt_ids), 0)
+        # generate() runs in a worker thread, one at a time (the model and its prefix cache are
+        # shared): the event loop stays free, so Ctrl-C cancels every episode at once instead
+        # of letting each queued episode finish its turn first
+        cancelled = threading.Event()
+        try:
+            output = await asyncio.to_thread(self._generate, prompt_ids, room, cancelled)
+        except asyncio.CancelledError:
+            cancelled.set()  # a queued turn never starts; a running one stops at its next token
+            raise
+        sequence = output.sequences[0].tolist()
+        new_ids = sequence[len(prompt_ids) :]
+        finished = bool(new_ids) and new_ids[-1] == self._tokenizer.eos_token_id
+        parsed = self._parse(new_ids, prompt_ids, shown_tools)
+        reason = "tool_calls" if parsed.get("tool_calls") else ("stop" if finished else "length")
+        return PolicyReply(_choice(parsed, reason, turn), len(prompt_ids), len(new_ids))
+
+    def _generate(self, prompt_ids: list[int], room: int, cancelled: threading.Event) -> Any:
+        """The blocking part of a turn (a worker thread); keeps the prefix cache up to date."""
+        import torch
+        from transformers import StoppingCriteria, StoppingCriteriaList
+
+        class StopWhenCancelled(StoppingCriteria):
+            def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+                return torch.full((input_ids.shape[0],), cancelled.is_set(), dtype=torch.bool)
+
         sampling: dict[str, Any] = {"do_sample": self._temperature > 0}
         if self._temperature > 0:
             sampling["temperature"] = self._temperature  # no top-k/top-p cut, as in GRPOConfig
-        if self._prefix_cache:
-            sampling.update(self._reuse(prompt_ids))
-        with torch.no_grad():
+        with self._generating, torch.no_grad():  # no_grad is thread-local: enter it here
+            if cancelled.is_set():
+                return None
+            if self._prefix_cache:
+                sampling.update(self._reuse(prompt_ids))
             output = self._model.generate(
                 torch.tensor([prompt_ids], device=self._model.device),
+                stopping_criteria=StoppingCriteriaList([StopWhenCancelled()]),
                 attention_mask=torch.ones(1, len(prompt_ids), dtype=torch.long),
                 max_new_tokens=room,
                 eos_token_id=self._tokenizer.eos_token_id,
@@ -85,14 +115,10 @@ class HfPolicy:
                 return_dict_in_generate=True,
                 **sampling,
             )
-        sequence = output.sequences[0].tolist()
-        if self._prefix_cache and getattr(output, "cache", None) is not None:
-            self._cached = (sequence[: output.cache.get_seq_length()], output.cache)
-        new_ids = sequence[len(prompt_ids) :]
-        finished = bool(new_ids) and new_ids[-1] == self._tokenizer.eos_token_id
-        parsed = self._parse(new_ids, prompt_ids, shown_tools)
-        reason = "tool_calls" if parsed.get("tool_calls") else ("stop" if finished else "length")
-        return PolicyReply(_choice(parsed, reason, turn), len(prompt_ids), len(new_ids))
+            if self._prefix_cache and getattr(output, "cache", None) is not None:
+                sequence = output.sequences[0].tolist()
+                self._cached = (sequence[: output.cache.get_seq_length()], output.cache)
+        return output
 
     def _reuse(self, prompt_ids: list[int]) -> dict[str, Any]:
         """A copy of the KV cache cut to its longest common prefix with the prompt, or nothing."""

@@ -103,6 +103,28 @@ def test_the_prefix_cache_changes_speed_not_answers(policy):
     assert again.message.content == reply(plain, longer).message.content
 
 
+
+def test_a_cancelled_turn_stops_generating_and_frees_the_model(policy):
+    """Ctrl-C cancels the run's tasks: a turn in progress must stop, not finish its tokens."""
+    long = HfPolicy(policy._model, policy._tokenizer, max_new_tokens=8000, temperature=0.0)
+    story = [{"role": "user", "content": "Write a very long story about a ledger."}]
+    scenario = generate("eval", split_seeds("eval", 1)[0])
+
+    async def cancel_mid_turn() -> bool:
+        turn = asyncio.create_task(long.respond(story, [], scenario))
+        while not long._generating.locked():  # wait until generate() has started
+            await asyncio.sleep(0.01)
+        turn.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await turn
+        # thousands of tokens take minutes here; a stopped turn frees the model at once
+        freed = await asyncio.to_thread(long._generating.acquire, True, 30)
+        if freed:
+            long._generating.release()
+        return freed
+
+    assert asyncio.run(cancel_mid_turn())
+
 def test_the_template_renders_the_nine_tools_and_one_call_format(tokenizer, episode_start):
     messages, tools = episode_start
     text = tokenizer.apply_chat_template(

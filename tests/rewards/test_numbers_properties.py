@@ -299,6 +299,31 @@ def test_a_shown_id_is_traceable_in_any_case(data: st.DataObject, world: Shown) 
     assert_traceable(data.draw(id_notation(world.record_id)), world.output())
 
 
+_KEYS = ["seats", "tax_rate", "proration_start", "fx_rate_date", "usage_units", "amount"]
+
+
+@BOUNDED
+@given(st.data(), shown())
+def test_a_shown_value_written_as_a_tool_argument_is_traceable(
+    data: st.DataObject, world: Shown
+) -> None:
+    """`seats=20` is how tool arguments read; `=` is never part of a number."""
+    amount = canonical(str(Decimal(world.cents).scaleb(-2)))
+    value = data.draw(st.sampled_from([amount, str(world.quantity), world.day.isoformat()]))
+    assume(not (value.isdigit() and int(value) <= 12))  # a small count alone makes no chain
+    assert_traceable(f"{data.draw(st.sampled_from(_KEYS))}={value}", world.output())
+
+
+@BOUNDED
+@given(st.data(), shown(), st.integers(1301, 10**7))
+def test_an_invented_value_written_as_a_tool_argument_is_untraceable(
+    data: st.DataObject, world: Shown, cents: int
+) -> None:
+    invented = canonical(str(Decimal(cents).scaleb(-2)))
+    assume(cents % 100 and invented not in world.numbers())
+    assert_untraceable(f"{data.draw(st.sampled_from(_KEYS))}={invented}", world.output())
+
+
 # (b) invented values are untraceable in every notation ----------------------------------------
 
 

@@ -10,10 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import art
 import pytest
-from art.preprocessing.tokenize import tokenize_trajectory_groups
 
+from tests.train.test_token_alignment import art_tokenize, groups_of
 from tests.train.toy_rollout import run_rollout, three_turn_script, vllm_prompt_ids
 from tests.train.toy_tokenizer import build_toy_tokenizer
 from training.art_fixes import prepare_groups_for_training
@@ -56,23 +55,6 @@ def tokenizer():
 @pytest.fixture(scope="module")
 def rollout(tokenizer):
     return run_rollout(tokenizer, three_turn_script())
-
-
-def art_packing(tokenizer, groups):
-    results = tokenize_trajectory_groups(
-        tokenizer,
-        groups,
-        allow_training_without_logprobs=False,
-        scale_rewards=True,
-        shuffle_group_trajectories=False,
-        chat_template_kwargs={"enable_thinking": False},
-        chat_template_tool_schema_format="vllm_openai",
-    )
-    return next(iter(results))
-
-
-def pair(rollout) -> list[art.TrajectoryGroup]:
-    return [art.TrajectoryGroup([rollout.trajectory(1.0), rollout.trajectory(0.0)])]
 
 
 def test_help_documents_every_check():
@@ -134,8 +116,8 @@ def test_turn_prompts_rebuild_the_requests_the_rollout_sent(tokenizer, rollout):
 
 
 def test_the_token_comparison_passes_on_arts_packing_of_the_repaired_trajectory(tokenizer, rollout):
-    prepared, _ = prepare_groups_for_training(pair(rollout))
-    packed = art_packing(tokenizer, prepared)
+    prepared, _ = prepare_groups_for_training(groups_of(rollout))
+    packed = art_tokenize(tokenizer, prepared)
     turns = [Turn(p, s) for p, s in zip(rollout.prompts, rollout.samples, strict=True)]
     comparison = compare_tokens(turns, packed.token_ids, packed.choice_offsets, tokenizer.decode)
     assert comparison.mismatch is None and comparison.as_check().status == "pass"
@@ -144,7 +126,7 @@ def test_the_token_comparison_passes_on_arts_packing_of_the_repaired_trajectory(
 def test_the_token_comparison_finds_arts_duplicated_tool_calls_without_the_repair(
     tokenizer, rollout
 ):
-    packed = art_packing(tokenizer, pair(rollout))  # ART 0.5.18 as is: tool calls twice
+    packed = art_tokenize(tokenizer, groups_of(rollout))  # ART 0.5.18 as is: tool calls twice
     turns = [Turn(p, s) for p, s in zip(rollout.prompts, rollout.samples, strict=True)]
     comparison = compare_tokens(turns, packed.token_ids, packed.choice_offsets, tokenizer.decode)
     assert comparison.mismatch is not None and comparison.mismatch.startswith("turn 2")
