@@ -101,8 +101,8 @@ def identical_samples_note(summary: dict[str, Any]) -> str | None:
     if not summary.get("identical_samples"):
         return None
     return (
-        f"every scenario's {summary['k']} samples are identical (the server ignores temperature "
-        "or sampling is off): pass^k is then pass^1"
+        f"every scenario's {summary['k']} samples are identical (a deterministic policy, a "
+        "server that ignores temperature, or sampling off): pass^k is then pass^1"
     )
 
 
