@@ -320,6 +320,11 @@ class WorldBuilder:
             correct=inputs,
             billed=inputs,
         )
+        return self.file_invoice(invoice)
+
+    def file_invoice(self, invoice: Invoice) -> Invoice:
+        """Every invoice enters the draft here: kept in issue order, then paid as usual."""
+        assert self.draft is not None
         self.draft.invoices.append(invoice)
         self.draft.invoices.sort(key=lambda inv: (inv.issued_at, inv.id))
         self.pay(invoice)

@@ -38,6 +38,19 @@ def coupon_terms(coupon: Coupon) -> CouponTerms:
     return CouponTerms(coupon.code, percent, coupon.amount_off_cents)
 
 
+
+def _rates_on(world: WorldBuilder, issued: date) -> dict[str, Any]:
+    """The currency, fx and tax inputs of an invoice issued that day (design §1.1: the rates
+    in force on the issue date, the exemption if its window covers it)."""
+    return {
+        "currency": world.customer.currency,
+        "fx_rate": world.fx_on(issued),
+        "fx_rate_date": issued,
+        "tax_jurisdiction": world.customer.tax_jurisdiction,
+        "tax_rate": world.tax_rate_on(issued),
+        "tax_exempt": world.exempt_on(issued),
+    }
+
 @dataclass
 class Story:
     sub: Subscription
@@ -150,12 +163,7 @@ class Story:
             period_end=end,
             plan=plan_terms(current, start),
             seats=self.seats_at(start),
-            currency=world.customer.currency,
-            fx_rate=world.fx_on(issued),
-            fx_rate_date=issued,
-            tax_jurisdiction=world.customer.tax_jurisdiction,
-            tax_rate=world.tax_rate_on(issued),
-            tax_exempt=world.exempt_on(issued),
+            **_rates_on(world, issued),
             previous_plan=previous_plan,
             previous_seats=previous_seats,
             plan_change_date=change_date,
@@ -174,11 +182,6 @@ class Story:
             period_end=self.trial_end,
             plan=plan_terms(self.plan, start),
             seats=self.seats,
-            currency=world.customer.currency,
-            fx_rate=world.fx_on(start),
-            fx_rate_date=start,
-            tax_jurisdiction=world.customer.tax_jurisdiction,
-            tax_rate=world.tax_rate_on(start),
-            tax_exempt=world.exempt_on(start),
+            **_rates_on(world, start),
             proration_start=self.trial_end,
         )

@@ -137,7 +137,6 @@ def issue_unwarranted(
     The caller draws the id and the local issue time: their order in `b.rng` differs between
     faults, and keeping it keeps every generated scenario the same.
     """
-    assert b.draft is not None
     invoice = Invoice(
         id=invoice_id,
         customer_id=b.customer.id,
@@ -146,10 +145,7 @@ def issue_unwarranted(
         correct=None,
         billed=inputs,
     )
-    b.draft.invoices.append(invoice)
-    b.draft.invoices.sort(key=lambda inv: (inv.issued_at, inv.id))
-    b.pay(invoice)
-    return invoice
+    return b.file_invoice(invoice)
 
 
 CREDIT_REASONS = (
