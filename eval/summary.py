@@ -214,7 +214,8 @@ def render_markdown(summary: dict[str, Any]) -> str:
         f"# {stamp.get('model')} on {stamp.get('split')} (k={k})",
         "",
         f"{summary['scenarios']} scenarios, {summary['episodes']} episodes, "
-        f"{summary['errors']} errors, {summary['incomplete_scenarios']} incomplete. "
+        f"{summary['errors']} errors, "
+        f"{summary['incomplete_scenarios']} scenarios with fewer than k samples. "
         f"{_planned_note(summary)}"
         f"Commit {stamp.get('commit')}, tool contract {stamp.get('tool_contract')}, "
         f"generator {stamp.get('generator')}, {stamp.get('date')}.",
