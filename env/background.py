@@ -16,7 +16,7 @@ from datetime import date, timedelta
 
 from env.builder import WorldBuilder
 from env.calendar import days, local_to_utc
-from env.faults.common import earlier_credit, late_days
+from env.faults.common import earlier_credit, immediate_swap, late_days
 from env.story import Story
 from env.world import Invoice, Plan
 
@@ -31,7 +31,7 @@ FEATURE_RATE = {
     "withdrawn_cancel": 0.3,
     "ordered_by": 0.3,
     "refunded_second_charge": 0.5,
-    "split_payment": 0.7,
+    "split_payment": 0.9,
     "goodwill_credit": 0.15,
     "memo": 0.2,
     "notes": 0.25,
@@ -100,18 +100,112 @@ def decorate_second(b: WorldBuilder, plans: dict[str, Plan]) -> tuple[Story, lis
         _plan_change(b, story, day, swap, "at_period_end")
         features.append("scheduled_downgrade")
     if _draw(b, "withdrawn_cancel"):
-        k = b.rng.randint(0, story.periods - 2)
-        start, end = story.period(k)
-        day = start + days(b.rng.randint(2, (end - start).days - 6))
-        details = {"effective": "at_period_end", "reason": b.pick(CANCEL_REASONS)}
-        story.event(day, b.work_time(), "cancel_requested", details)
-        later = day + days(b.rng.randint(1, 3))
-        story.event(later, b.work_time(), "renewed", {"cancel_request_withdrawn": True})
+        _withdrawn_cancel(b, story, b.rng.randint(0, story.periods - 2))
         features.append("withdrawn_cancel")
     elif _draw(b, "cancel"):
         _cancel(b, story)
         features.append("cancel")
     return story, features
+
+
+MAIN_RATE = {"coupon": 0.45, "seats": 0.85, "swap": 0.85, "withdrawn": 0.3, "ended": 0.45}
+MAIN_RATE.update(coupon_removed=0.7, price_rise=0.3)
+MAIN_SKIP = {  # the fault's own structure, or one its arithmetic cannot share
+    "coupon": ("coupon_not_applied",),
+    "seats": ("seat_count_mismatch",),
+    # a downgrade's credit, or a seat cut's, can outweigh a short period's charge
+    "swap": (
+        "proration_error",
+        "downgrade_not_applied",
+        "usage_overage_miscalculated",
+        "seat_count_mismatch",
+    ),
+    "withdrawn": (),
+    "ended": ("billed_after_cancellation",),
+    "coupon_removed": (),
+    "price_rise": (),
+}
+
+
+def decorate_main(b: WorldBuilder, story: Story, skip: tuple[str, ...] = ()) -> list[str]:
+    """The main subscription's share of the background, added before it is billed: a coupon,
+    seat rises, an immediate plan change, a withdrawn cancellation, and an end at the close of
+    its last period. At L1 the main subscription is the only one, so without these the fault's
+    own structure would be the only structure in the scenario. A kind the story already has
+    (from its fault or look-alike) is not added again."""
+    assert b.draft is not None
+    features = []
+    first_paid = 1 if story.trial_end is not None else 0
+    if story.coupon is None and first_paid < story.periods and _main_draw(b, "coupon", skip):
+        _coupon(b, story, first_paid)
+        features.append("coupon")
+        ended = _coupon_end(story)
+        if ended is not None and _main_draw(b, "coupon_removed", skip):
+            assert story.coupon is not None
+            reason = "duration_ended" if ended[1] else "window_closed"
+            details = {"coupon_code": story.coupon.code, "reason": reason}
+            story.event(ended[0], b.work_time(), "coupon_removed", details)
+            features.append("coupon_removed")
+    one_price = len(story.plan.prices) == 1 and story.periods >= 2
+    if one_price and _main_draw(b, "price_rise", skip):  # announced 30 days ahead
+        k = b.rng.randint(1, story.periods - 1)
+        b.raise_price(story.plan, story.period(k)[0], percent=b.rng.randint(4, 12))
+        features.append("price_rise")
+    seats_ok = story.plan.per_seat and not story.seat_changes and story.periods >= 2
+    if seats_ok and _main_draw(b, "seats", skip):
+        count = b.rng.randint(1, min(2, story.periods - 1))
+        for k in sorted(b.rng.sample(range(story.periods - 1), count)):
+            _seat_change(b, story, k)
+        features.append("seats")
+    # usage in arrears is billed on the plan of the invoice it lands on: metered stories
+    # keep their plan, so a look-alike's usage arithmetic stays the story's
+    swap_ok = not story.plan_changes and not story.plan.overage_unit_price_cents
+    if swap_ok and story.periods >= 2 and _main_draw(b, "swap", skip):
+        plans = {p.id.removeprefix("PLN-"): p for p in b.draft.plans}
+        if b.label != "billed_after_cancellation" or story.plan.id in ("PLN-TEAM", "PLN-GROWTH"):
+            immediate_swap(b, story, plans)  # after a cancellation, upgrades only (as above)
+            features.append("swap")
+    kinds = {e.type for e in story.sub.events}
+    if story.periods >= 2 and "renewed" not in kinds and _main_draw(b, "withdrawn", skip):
+        _withdrawn_cancel(b, story, b.rng.randint(0, story.periods - 2))
+        features.append("withdrawn")
+    # metered usage of the last period would be owed on a final invoice: plain plans only
+    ends = story.cancel_effective is None and not story.plan.overage_unit_price_cents
+    if ends and "canceled" not in kinds and _main_draw(b, "ended", skip):
+        _cancel(b, story)
+        features.append("ended")
+    return features
+
+
+def _coupon_end(story: Story) -> tuple[date, bool] | None:
+    """The start of the first billed period the coupon stopped covering after covering one,
+    and whether its duration (not its window) ran out."""
+    coupon = story.coupon
+    assert coupon is not None
+    covered = False
+    for k in range(story.periods):
+        if story.coupon_applies(k):
+            covered = True
+        elif covered:
+            start = story.period(k)[0]
+            return start, start.isoformat() <= coupon.valid_until
+    return None
+
+
+def _main_draw(b: WorldBuilder, feature: str, skip: tuple[str, ...]) -> bool:
+    if feature in skip or b.label in MAIN_SKIP[feature]:
+        return False
+    return b.rng.random() < MAIN_RATE[feature]
+
+
+def _withdrawn_cancel(b: WorldBuilder, story: Story, k: int) -> None:
+    """A cancellation requested inside period k and withdrawn days later: billing goes on."""
+    start, end = story.period(k)
+    day = start + days(b.rng.randint(2, (end - start).days - 6))
+    details = {"effective": "at_period_end", "reason": b.pick(CANCEL_REASONS)}
+    story.event(day, b.work_time(), "cancel_requested", details)
+    later = day + days(b.rng.randint(1, 3))
+    story.event(later, b.work_time(), "renewed", {"cancel_request_withdrawn": True})
 
 
 def decorate_payments(b: WorldBuilder, avoid: list[Invoice]) -> list[str]:
@@ -137,18 +231,19 @@ def decorate_payments(b: WorldBuilder, avoid: list[Invoice]) -> list[str]:
             assert again is not None
             b.refund(again, again.amount_cents)
         features.append("refunded_second_charge")
-    if safe and _draw(b, "split_payment"):  # paid in two instalments that add up to the total
-        invoice = b.pick(safe)
-        paid = [
-            p for p in b.draft.payments if p.invoice_id == invoice.id and p.status == "succeeded"
-        ]
-        if len(paid) == 1:
-            first = paid[0]
-            part = first.amount_cents * b.rng.randint(20, 80) // 100
-            rest = b.pay(invoice, after=first.paid_at, status="succeeded")
-            assert rest is not None
-            rest.amount_cents, first.amount_cents = first.amount_cents - part, part
-            features.append("split_payment")
+    # paid in two instalments that add up to the total: on any invoice, faulted ones too, but
+    # never the one whose second charge is the fault
+    splittable = [
+        inv
+        for inv in b.draft.invoices
+        if (inv not in avoid or b.label != "duplicate_payment")
+        and inv.billed_amounts().total_cents > 0
+        and any(p.invoice_id == inv.id and p.status == "succeeded" for p in b.draft.payments)
+    ]
+    if splittable and _draw(b, "split_payment"):
+        for invoice in b.rng.sample(splittable, min(len(splittable), b.pick((1, 2, 2, 3)))):
+            _split(b, invoice)
+        features.append("split_payment")
     if safe and _draw(b, "goodwill_credit"):
         invoice = b.pick(safe)
         total = invoice.billed_amounts().total_cents
@@ -169,6 +264,18 @@ def decorate_payments(b: WorldBuilder, avoid: list[Invoice]) -> list[str]:
         b.customer.notes = b.pick(NOTES).format(month=month)
         features.append("notes")
     return features
+
+
+def _split(b: WorldBuilder, invoice: Invoice) -> None:
+    """The invoice's one successful payment becomes two instalments adding up to the same."""
+    assert b.draft is not None
+    paid = [p for p in b.draft.payments if p.invoice_id == invoice.id and p.status == "succeeded"]
+    if len(paid) == 1:
+        first = paid[0]
+        part = first.amount_cents * b.rng.randint(20, 80) // 100
+        rest = b.pay(invoice, after=first.paid_at, status="succeeded")
+        assert rest is not None
+        rest.amount_cents, first.amount_cents = first.amount_cents - part, part
 
 
 def _draw(b: WorldBuilder, feature: str) -> bool:
@@ -255,7 +362,7 @@ def _cancel(b: WorldBuilder, story: Story) -> None:
     story.sub.status = "canceled"
 
 
-PENDING_RATE = {"cancel": 0.45, "scheduled": 0.35, "immediate": 0.35, "seats": 0.5, "coupon": 0.45}
+PENDING_RATE = {"cancel": 0.75, "scheduled": 0.35, "immediate": 0.35, "seats": 0.5, "coupon": 0.45}
 PENDING_RATE["withdrawn"] = 0.3
 PENDING_SKIP = {  # the fault's own signal: never a pending look-alike in that class
     "cancel": ("billed_after_cancellation", "timezone_period_boundary"),
@@ -302,9 +409,9 @@ def pending_changes(b: WorldBuilder, story: Story, opened_day: date) -> list[str
             effective = "at_period_end" if feature == "scheduled" else "immediately"
             details = {"from_plan_id": current.id, "to_plan_id": to.id, "effective": effective}
             story.event(day, at, "plan_changed", details)
-            if feature == "immediate":
+            if feature == "immediate":  # a scheduled change is still ahead: the plan stays
                 story.sub.plan_id = to.id
-            current = to
+                current = to
         elif feature == "seats" and current.per_seat:
             seats = story.sub.seats
             after = max(1, seats + b.pick((-2, -1, 1, 2, 4)))

@@ -33,7 +33,9 @@ METHODS = {
 }
 
 
-CERTIFICATE_RATE = 0.6  # customers with an exemption certificate outside tax_exempt_charged
+CERTIFICATE_RATE = 0.8  # customers with an exemption certificate outside tax_exempt_charged
+MAIN_TRIAL_RATE = 0.85  # main subscriptions that start with their plan's free trial
+EXTENDED_TRIAL_RATE = 0.3  # of those, trials support extended (they still end in period 0)
 FAILED_ATTEMPT_RATE = 0.12  # a declined first attempt and a successful retry
 
 
@@ -108,19 +110,37 @@ class WorldBuilder:
         self._background_certificate()
         return customer
 
+    def main_trial(self, plan: Plan) -> int:
+        """The free trial a main subscription on `plan` starts with, in days (0: none), in every
+        class whose fault can share one (the caller knows; design §1.2: trials, extended ones
+        too, occur everywhere)."""
+        if not plan.trial_days or self.rng.random() >= MAIN_TRIAL_RATE:
+            return 0
+        if self.rng.random() < EXTENDED_TRIAL_RATE:
+            return plan.trial_days + self.rng.randint(3, 10)
+        return plan.trial_days
+
     def _background_certificate(self) -> None:
         """Maybe an exemption certificate with any window (design §1.2: certificates occur in
-        every class); billing follows it. wrong_tax_rate and no_error get only one that expired
-        before the world began, tax_exempt_charged makes its own."""
+        every class); billing follows it. Tax-rate stories move its end before the invoices they
+        compare (`lapse_certificate_before`); tax_exempt_charged makes its own."""
         if self.label == "tax_exempt_charged" or self.rng.random() >= CERTIFICATE_RATE:
             return
-        if self.label in ("wrong_tax_rate", "no_error"):
-            start = date(2023, 1, 1) + days(self.rng.randint(0, 400))
-            end = min(start + days(self.rng.randint(90, 500)), date(2024, 9, 30))
-        else:
-            start = date(2024, 6, 1) + days(self.rng.randint(0, 500))
-            end = start + days(self.rng.randint(60, 730))
+        start = date(2024, 6, 1) + days(self.rng.randint(0, 500))
+        end = start + days(self.rng.randint(60, 730))
         self.customer.exemption = (self.new_id("TXC", 8), start.isoformat(), end.isoformat())
+
+    def lapse_certificate_before(self, day: date) -> None:
+        """Where the fault or look-alike is about the tax rate, its invoices are taxed: the
+        customer's certificate, if any, lapsed before `day` (it may cover earlier invoices)."""
+        if self.customer.exemption is not None:
+            end = day - days(self.rng.randint(1, 40))
+            start = end - days(self.rng.randint(60, 400))
+            self.customer.exemption = (
+                self.customer.exemption[0],
+                start.isoformat(),
+                end.isoformat(),
+            )
 
     # reference tables -------------------------------------------------------------------
     def _make_tax_history(self) -> None:
@@ -196,6 +216,12 @@ class WorldBuilder:
                 prices=[(price, "2023-01-01", None)],
             )
             plans[spec["key"]] = plan
+        for cheap, dear in (("TEAM", "BUSINESS"), ("GROWTH", "SCALE")):
+            # at most 3x: a late downgrade's credit must stay below the next period's charge
+            # (`env.faults.common.unused_share`); no draw, so other catalogs are unchanged
+            cap = plans[cheap].prices[0][0] * 3 // 100 * 100
+            if plans[dear].prices[0][0] > cap:
+                plans[dear].prices = [(cap, "2023-01-01", None)]
         assert self.draft is not None
         self.draft.plans = list(plans.values())
         return plans
@@ -215,14 +241,17 @@ class WorldBuilder:
         seats: int,
         periods: int,
         anchor: date | None = None,
-        trial: bool = False,
+        trial: bool | int = False,
     ) -> Story:
+        """`trial`: True for the plan's standard free trial, or its length in days (0: none;
+        longer than standard: extended by support, logged with the standard length)."""
         assert self.draft is not None
-        with_trial = trial and plan.trial_days > 0
+        length = plan.trial_days if trial is True else int(trial)
+        with_trial = plan.trial_days > 0 and length > 0
         if anchor is None:
             anchor = self._default_anchor()
             if with_trial:  # periods start with the trial: its first day is the anchor (<= 28)
-                anchor = anchor + days(plan.trial_days)
+                anchor = anchor + days(length)
         sub = Subscription(
             id=self.new_id("SUB"),
             customer_id=self.customer.id,
@@ -235,14 +264,17 @@ class WorldBuilder:
         story = Story(sub, plan, seats, anchor, periods, self.customer.timezone)
         start = anchor
         if with_trial:
-            start = anchor - days(plan.trial_days)
+            start = anchor - days(length)
             if start.day > 28:
                 raise ValueError(f"a trial anchor must start periods on day <= 28, got {start}")
             story.trial_end = anchor
         at = self.work_time()
         sub.started_at = story.event(start, at, "created", {"plan_id": plan.id, "seats": seats})
         if story.trial_end is not None:
-            story.event(start, at, "trial_started", {"trial_days": plan.trial_days})
+            details: dict[str, object] = {"trial_days": length}
+            if length != plan.trial_days:
+                details.update(standard_trial_days=plan.trial_days, extended=True)
+            story.event(start, at, "trial_started", details)
             story.event(story.trial_end, at, "trial_ended", {})
             story.anchor = start  # the first period starts with the trial and is prorated
         self.draft.subscriptions.append(sub)
@@ -268,6 +300,19 @@ class WorldBuilder:
         """Usage records of every finished period (the last one is still running)."""
         for k in range(story.periods - 1):
             self.record_usage(story, k, low=low, high=high)
+
+    def record_usage_to_date(self, story: Story, day: date) -> None:
+        """The running period's usage so far, as a metered subscription shows it on `day`: the
+        next invoice bills it in arrears. Every metered subscription has one, whatever its age."""
+        k = story.periods - 1
+        start, end = story.period(k)
+        plan = story.plan_at(start)
+        if not plan.overage_unit_price_cents or start in story.usage or not start <= day < end:
+            return
+        share = (day - start).days / (end - start).days
+        units = int(plan.included_units * self.rng.uniform(0.6, 1.8) * share)
+        story.sub.usage.append((start.isoformat(), end.isoformat(), units))
+        story.sub.usage.sort()
 
     def record_usage(
         self, story: Story, k: int, *, low: float = 0.6, high: float = 1.8, units: int | None = None

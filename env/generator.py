@@ -25,7 +25,7 @@ from env.splits import split_assignment
 from env.story import Story
 from env.world import freeze
 
-GENERATOR_VERSION = "billsleuth-gen-2"
+GENERATOR_VERSION = "billsleuth-gen-3"
 
 
 def scenario_rng(split: str, seed: int) -> random.Random:
@@ -77,13 +77,17 @@ def generate(split: str, seed: int) -> Scenario:
 
 def open_dispute(b: WorldBuilder) -> str:
     """When the customer writes: two to twelve days after the last invoice, after every
-    recorded moment. Active subscriptions are first billed up to that day (design §1.1: an
-    active subscription invoices every period up to the dispute)."""
+    recorded moment and after any canceled subscription's end. Active subscriptions are first
+    billed up to that day (design §1.1: an active subscription invoices every period up to the
+    dispute)."""
     draft = b.draft
     assert draft is not None
     tz = b.customer.timezone
     last_issue = max(inv.issued_at for inv in draft.invoices)
     opened_day = utc_to_local_date(last_issue, tz) + days(b.rng.randint(2, 12))
+    ended = [s.cancel_effective for s in b.stories if s.sub.status == "canceled"]
+    if any(ended):  # a subscription that reads canceled has ended before the customer writes
+        opened_day = max(opened_day, max(d for d in ended if d) + days(b.rng.randint(1, 10)))
     opened_at = local_to_utc(opened_day, b.work_time(), tz)
     while True:  # a late payment can push the dispute past another period start: bill it too
         for story in b.stories:
@@ -97,6 +101,8 @@ def open_dispute(b: WorldBuilder) -> str:
         opened_at = utc_stamp(_moment(latest) + timedelta(minutes=b.rng.randint(30, 600)))
     for story in b.stories:  # recent changes the next invoice will carry, in every class
         pending_changes(b, story, utc_to_local_date(opened_at, tz))
+        if story.sub.status == "active" and story.cancel_effective is None:
+            b.record_usage_to_date(story, utc_to_local_date(opened_at, tz))
     b.customer.created_at = min(b.customer.created_at, *(s.sub.started_at for s in b.stories))
     return opened_at
 

@@ -38,7 +38,6 @@ def coupon_terms(coupon: Coupon) -> CouponTerms:
     return CouponTerms(coupon.code, percent, coupon.amount_off_cents)
 
 
-
 def _rates_on(world: WorldBuilder, issued: date) -> dict[str, Any]:
     """The currency, fx and tax inputs of an invoice issued that day (design §1.1: the rates
     in force on the issue date, the exemption if its window covers it)."""
@@ -50,6 +49,7 @@ def _rates_on(world: WorldBuilder, issued: date) -> dict[str, Any]:
         "tax_rate": world.tax_rate_on(issued),
         "tax_exempt": world.exempt_on(issued),
     }
+
 
 @dataclass
 class Story:

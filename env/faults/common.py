@@ -16,14 +16,12 @@ from env.money import format_cents
 from env.story import Story
 from env.world import CreditNote, Invoice, Plan
 
-PERIODS = {"L1": (1, 3), "L2": (3, 5), "L3": (4, 6)}
-# Main-story look-alikes (design §1.2) where the fault's own arithmetic does not depend on them
+PERIODS = {"L1": (2, 3), "L2": (3, 5), "L3": (4, 6)}
+# Main-story trials where the fault's own arithmetic does not depend on the first invoice's
+# shape (design §1.2); the rest of the main story's background is `env.background.decorate_main`
 TRIAL_OK = ("duplicate_payment", "coupon_not_applied", "usage_overage_miscalculated")
-TRIAL_OK += ("wrong_tax_rate", "seat_count_mismatch")
-CHANGE_OK = ("duplicate_payment", "wrong_tax_rate", "tax_exempt_charged", "coupon_not_applied")
-CHANGE_OK += ("currency_conversion_error",)
-MAIN_TRIAL_RATE = 0.6
-MAIN_CHANGE_RATE = 0.5
+TRIAL_OK += ("wrong_tax_rate", "tax_exempt_charged", "currency_conversion_error")
+METERED_RATE = 0.65  # main subscriptions on a metered plan, where the fault allows any plan
 
 
 def periods_for(b: WorldBuilder, minimum: int = 1) -> int:
@@ -42,12 +40,11 @@ def unbilled_story(
     per_seat: bool | None = None,
     minimum_periods: int = 1,
 ) -> Story:
-    """A catalog and one subscription whose invoices are not issued yet.
-
-    Tax history, exemptions, coupons and fx rates must be in place before `b.bill`; faults
-    that need none of them use `main_subscription`, which bills at once.
-    """
+    """A catalog and one subscription whose invoices are not issued yet: tax history,
+    exemptions, coupons and fx rates must be in place before `b.bill`."""
     plans = b.make_catalog()
+    if metered is None and per_seat is None:  # metered plans as common as the usage class needs
+        metered = b.rng.random() < METERED_RATE
     options = [
         p
         for p in plans.values()
@@ -55,11 +52,9 @@ def unbilled_story(
         and (per_seat is None or p.per_seat == per_seat)
     ]
     plan = b.pick(options)
-    trial = b.label in TRIAL_OK and plan.trial_days > 0 and b.rng.random() < MAIN_TRIAL_RATE
+    trial = b.label in TRIAL_OK and b.main_trial(plan)
     periods = periods_for(b, minimum_periods)
     story = b.make_story(plan, seats=seats_for(b, plan), periods=periods, trial=trial)
-    if b.label in CHANGE_OK and periods >= 2 and b.rng.random() < MAIN_CHANGE_RATE:
-        immediate_swap(b, story, plans)
     if plan.overage_unit_price_cents:
         b.fill_usage(story)
     return story
@@ -73,7 +68,9 @@ def immediate_swap(b: WorldBuilder, story: Story, plans: dict[str, Plan]) -> Non
     if key is None:
         return
     to = plans[key]
-    first = 1 if story.trial_end is not None else 0
+    first = 0  # after the trial: a change during it would credit time that was never charged
+    while story.trial_end is not None and story.period(first)[0] < story.trial_end:
+        first += 1
     if first > story.periods - 2:
         return
     start, end = story.period(b.rng.randint(first, story.periods - 2))
@@ -81,18 +78,6 @@ def immediate_swap(b: WorldBuilder, story: Story, plans: dict[str, Plan]) -> Non
     story.plan_changes.append((day, to))
     details = {"from_plan_id": story.plan.id, "to_plan_id": to.id, "effective": "immediately"}
     story.event(day, b.work_time(), "plan_changed", details)
-
-
-def main_subscription(
-    b: WorldBuilder,
-    *,
-    metered: bool | None = None,
-    per_seat: bool | None = None,
-    minimum_periods: int = 1,
-) -> tuple[Story, list[Invoice]]:
-    """A catalog, one subscription and its correct invoices: the plainest story."""
-    story = unbilled_story(b, metered=metered, per_seat=per_seat, minimum_periods=minimum_periods)
-    return story, b.bill(story)
 
 
 def unused_share(old: Plan, new: Plan) -> float:

@@ -13,6 +13,7 @@ from dataclasses import replace
 from datetime import date
 from typing import Any
 
+from env.background import decorate_main
 from env.builder import WorldBuilder
 from env.calendar import days
 from env.faults.base import FaultOutcome, call, recompute
@@ -54,7 +55,9 @@ def seat_count_mismatch(b: WorldBuilder) -> FaultOutcome:
     variant = b.pick(SEAT_VARIANTS)
     change_k, count, tail = _seat_layout(b, variant)
     first_bad = change_k + (2 if variant == "reduction_reverted" else 1)
-    story = b.make_story(plan, seats=b.rng.randint(6, 40), periods=first_bad + count + tail)
+    story = b.make_story(
+        plan, seats=b.rng.randint(6, 40), periods=first_bad + count + tail, trial=b.main_trial(plan)
+    )
     traps = []
     decoy_k = None
     if b.difficulty != "L1":  # a seat change that did take effect on time
@@ -73,6 +76,7 @@ def seat_count_mismatch(b: WorldBuilder) -> FaultOutcome:
         effective = story.period(b.rng.randint(1, story.periods - 1))[0]
         b.raise_price(plan, effective, percent=b.rng.randint(4, 12))
         traps.append("price_change_decoy")
+    decorate_main(b, story)
     invoices = b.bill(story)
     victims = invoices[first_bad : first_bad + count]
     for invoice in victims:
@@ -125,7 +129,7 @@ def billed_after_cancellation(b: WorldBuilder) -> FaultOutcome:
         2, 2 if b.difficulty == "L1" else 3
     )
     legit = b.rng.randint(1, 3 - extra) if b.difficulty == "L1" else periods_for(b)
-    story = b.make_story(plan, seats=seats_for(b, plan), periods=legit)
+    story = b.make_story(plan, seats=seats_for(b, plan), periods=legit, trial=b.main_trial(plan))
     traps = []
     withdrawn_k = None
     chance = {"L1": 0.0, "L2": 0.25, "L3": 0.5}[b.difficulty]  # as often as elsewhere
@@ -147,6 +151,7 @@ def billed_after_cancellation(b: WorldBuilder) -> FaultOutcome:
     record_event(b, story, day, "cancel_requested", details)
     confirmed_on = day + days(b.rng.randint(1, 2))
     canceled = record_event(b, story, confirmed_on, "canceled", {"effective": effective})
+    decorate_main(b, story)
     invoices = b.bill(story)
     # the billing system never processed the cancellation (it kept billing): the row mostly
     # still says active; the timeline's canceled event is the authority
@@ -255,6 +260,7 @@ def trial_period_charged(b: WorldBuilder) -> FaultOutcome:
     plan, start, trial_end = story.plan, story.anchor, story.trial_end
     assert trial_end is not None
     length = (trial_end - start).days
+    decorate_main(b, story)
     invoices = b.bill(story)  # the trial's zero invoice, then the paid periods
     if extended:  # periods wholly inside the trial were invoiced although none is due
         victims = []

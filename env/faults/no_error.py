@@ -13,6 +13,7 @@ import unicodedata
 from collections.abc import Callable
 from datetime import date
 
+from env.background import decorate_main
 from env.builder import WorldBuilder, data
 from env.calendar import days
 from env.faults.base import FaultOutcome, call, recompute
@@ -35,10 +36,16 @@ def no_error(b: WorldBuilder) -> FaultOutcome:
 def _story(b: WorldBuilder, plan: Plan, *, minimum: int = 1, trial_ok: bool = False) -> Story:
     """The look-alike's subscription; where the variant allows, sometimes after a free trial
     (trials occur in every class, design §1.2)."""
-    trial = trial_ok and plan.trial_days > 0 and b.rng.random() < 0.35
+    trial = trial_ok and b.main_trial(plan)
     return b.make_story(
         plan, seats=seats_for(b, plan), periods=periods_for(b, minimum), trial=trial
     )
+
+
+def _any_plan(b: WorldBuilder) -> Plan:
+    """A plan of any kind for a look-alike whose evidence does not depend on it (metered plans
+    bill usage in arrears: `fill_usage_by_plan` before billing)."""
+    return b.pick(list(b.make_catalog().values()))
 
 
 def _plain_plan(b: WorldBuilder, *, per_seat: bool | None = None) -> Plan:
@@ -89,6 +96,7 @@ def price_change(b: WorldBuilder) -> FaultOutcome:
     _same_tax(b, story.period(kd - 1)[0], story.period(kd)[0])
     traps: list[str] = []
     _legit_tax_change(b, story, traps, avoid=kd)
+    decorate_main(b, story, skip=("swap",))  # the risen price is on this plan
     invoices = b.bill(story)
     after, before = invoices[kd], invoices[kd - 1]
     (old, _, _), (new, effective, announced) = plan.prices[-2], plan.prices[-1]
@@ -111,12 +119,15 @@ def price_change(b: WorldBuilder) -> FaultOutcome:
 
 def tax_change(b: WorldBuilder) -> FaultOutcome:
     """The jurisdiction's tax rate went up and was applied from its effective date."""
-    story = _story(b, _plain_plan(b), minimum=2, trial_ok=True)
+    story = _story(b, _any_plan(b), minimum=2, trial_ok=True)
+    fill_usage_by_plan(b, story)
     low, high = sorted(set(b.rng.sample(b.locale["rates"], 2)), key=parse_rate)
     kd = b.rng.randint(1, story.periods - 1)
+    b.lapse_certificate_before(story.issue_day(kd - 1))
     start = story.period(kd)[0]
     change = start - days(b.rng.randint(0, 10))
     b.set_tax_history(low, high, change)
+    decorate_main(b, story)
     invoices = b.bill(story)
     after, before = invoices[kd], invoices[kd - 1]
     jurisdiction = b.customer.tax_jurisdiction
@@ -151,7 +162,8 @@ def _percent(rate: str) -> str:
 def coupon_expired(b: WorldBuilder) -> FaultOutcome:
     """A coupon that was used up (once / N periods) or whose window closed; the customer says
     the discount vanished."""
-    story = _story(b, _plain_plan(b), minimum=2)
+    story = _story(b, _any_plan(b), minimum=2)
+    fill_usage_by_plan(b, story)
     kind = b.pick(("once", "repeating", "window"))
     j = 1 if kind == "once" else b.rng.randint(1, story.periods - 1)  # first full-price period
     anchor = story.anchor
@@ -181,6 +193,7 @@ def coupon_expired(b: WorldBuilder) -> FaultOutcome:
         story.event(story.period(j)[0], b.work_time(), "coupon_removed", details)
     traps: list[str] = []
     _legit_tax_change(b, story, traps)
+    decorate_main(b, story)
     invoices = b.bill(story)
     after, before = invoices[j], invoices[j - 1]
     why = {
@@ -218,6 +231,7 @@ def correct_proration(b: WorldBuilder) -> FaultOutcome:
     traps: list[str] = []
     _legit_tax_change(b, story, traps)
     fill_usage_by_plan(b, story)
+    decorate_main(b, story)
     invoices = b.bill(story)
     invoice = invoices[k + 1]
     summary = (
@@ -242,6 +256,7 @@ def other_subscription(b: WorldBuilder) -> FaultOutcome:
     """A colleague opened a second subscription; the customer does not recognise its invoice."""
     first_plan = _plain_plan(b)
     first = _story(b, first_plan)
+    decorate_main(b, first)
     b.bill(first)
     plans = b.draft.plans if b.draft else []
     plan = b.pick([p for p in plans if p is not first_plan and not p.overage_unit_price_cents])
@@ -284,6 +299,7 @@ def seat_increase(b: WorldBuilder) -> FaultOutcome:
     seat_change(story, day, at, after, changed_by=b.customer.email)
     traps: list[str] = []
     _legit_tax_change(b, story, traps)
+    decorate_main(b, story)
     invoices = b.bill(story)
     invoice = invoices[kd]
     summary = (
@@ -314,6 +330,7 @@ def usage_overage(b: WorldBuilder) -> FaultOutcome:
     b.fill_usage(story)
     traps: list[str] = []
     _legit_tax_change(b, story, traps)
+    decorate_main(b, story)
     invoices = b.bill(story)
     invoice = invoices[k + 1]
     summary = (

@@ -9,9 +9,10 @@ which the grounding rules (design §3) cannot trace; it is not generated.
 
 from __future__ import annotations
 
+from env.background import decorate_main
 from env.builder import WorldBuilder
 from env.faults.base import FaultOutcome, call
-from env.faults.common import main_subscription
+from env.faults.common import unbilled_story
 from env.money import format_cents
 from env.world import Invoice, Payment
 
@@ -33,7 +34,9 @@ def second_charge(b: WorldBuilder, invoice: Invoice) -> tuple[Payment, Payment]:
 
 def duplicate_payment(b: WorldBuilder) -> FaultOutcome:
     b.make_customer()
-    story, invoices = main_subscription(b)
+    story = unbilled_story(b)
+    decorate_main(b, story)
+    invoices = b.bill(story)
     victim = b.pick([inv for inv in invoices if inv.billed_amounts().total_cents > 0])
     first, second = second_charge(b, victim)
     variant = b.pick(VARIANTS)

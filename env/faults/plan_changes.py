@@ -13,6 +13,7 @@ from __future__ import annotations
 from datetime import date
 from typing import Any
 
+from env.background import decorate_main
 from env.builder import WorldBuilder
 from env.calendar import days
 from env.faults.base import FaultOutcome, recompute
@@ -88,6 +89,7 @@ def proration_error(b: WorldBuilder) -> FaultOutcome:
         traps.append("seat_change_decoy")
     if cheap.overage_unit_price_cents:
         b.fill_usage(story)
+    decorate_main(b, story)
     invoices = b.bill(story)
     victim, day = invoices[fault_k + 1], changes[fault_k]
     wrong = _wrong_change_date(b, variant, story.period(fault_k), day)
@@ -195,6 +197,7 @@ def downgrade_not_applied(b: WorldBuilder) -> FaultOutcome:
         effective = story.period(b.rng.randint(request_k + 1, periods - 1))[0]
         b.raise_price(new, effective, percent=b.rng.randint(4, 12))
         traps.append("price_change_decoy")
+    decorate_main(b, story)
     invoices = b.bill(story)
     victims = invoices[request_k + 1 : request_k + 1 + count]
     for invoice in victims:

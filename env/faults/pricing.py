@@ -13,6 +13,7 @@ from datetime import UTC, date, datetime, time
 from fractions import Fraction
 from zoneinfo import ZoneInfo
 
+from env.background import decorate_main
 from env.billing import compute_invoice
 from env.builder import WorldBuilder, data
 from env.calendar import days
@@ -87,6 +88,7 @@ def coupon_not_applied(b: WorldBuilder) -> FaultOutcome:
     story.coupon, story.coupon_from = coupon, coupon_from
     story.sub.coupon_code = coupon.code
     story.event(coupon_from, applied_at, "coupon_applied", {"coupon_code": coupon.code})
+    decorate_main(b, story)
     invoices = b.bill(story)
     by_start = invoices_by_start(invoices)
     applied = [k for k in range(n) if story.coupon_applies(k)]
@@ -190,6 +192,7 @@ def usage_overage_miscalculated(b: WorldBuilder) -> FaultOutcome:
             spike = shapes[decoy_ks.index(k)] == "spike"
             factor = b.rng.uniform(2.2, 3.0) if spike else b.rng.uniform(0.3, 0.9)
         b.record_usage(story, k, units=int(included * factor))
+    decorate_main(b, story)
     invoices = b.bill(story)
     by_start = invoices_by_start(invoices)
     victims = [by_start[starts[k + 1]] for k in _run(b, [k for k in range(n) if k not in decoy_ks])]
@@ -268,6 +271,7 @@ def currency_conversion_error(b: WorldBuilder) -> FaultOutcome:
     if b.difficulty == "L3" or (b.difficulty == "L2" and b.rng.random() < 0.5):
         jump = b.rng.randrange(n)  # a real, larger move of the rate: billed correctly
         _put_fx(b, starts[jump], base * (1 + Fraction(b.rng.randint(450, 600), 10000)))
+    decorate_main(b, story)
     invoices = b.bill(story)
     by_start = invoices_by_start(invoices)
     run = _run(b, [k for k in range(n) if k != jump])

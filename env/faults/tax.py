@@ -12,6 +12,7 @@ from __future__ import annotations
 from datetime import date
 from fractions import Fraction
 
+from env.background import decorate_main
 from env.builder import WorldBuilder, data
 from env.calendar import add_months, days
 from env.faults.base import FaultOutcome, call, recompute
@@ -44,6 +45,12 @@ def _change_day(start: date) -> date:
     if start.day >= 3:
         return start.replace(day=1)
     return add_months(start, -1).replace(day=15)  # after the previous period's start (day <= 2)
+
+
+def _issue_days(story: Story) -> list[date]:
+    """Each period's issue day: the day whose tax rate is right (design §1.1); after a trial
+    the first period is issued when the trial ends, not when the period starts."""
+    return [story.issue_day(k) for k in range(story.periods)]
 
 
 def _set_rate_history(b: WorldBuilder, segments: list[tuple[str, date]]) -> None:
@@ -79,6 +86,7 @@ def _outdated_rate(b: WorldBuilder, story: Story) -> FaultOutcome:
     """The rate was cut on `change`; the first invoice(s) after it kept the old, higher rate."""
     rates = _sorted_rates(b)
     starts = period_starts(story)
+    issued = _issue_days(story)
     n = len(starts)
     traps: list[str] = []
     rise_at: int | None = None
@@ -88,7 +96,7 @@ def _outdated_rate(b: WorldBuilder, story: Story) -> FaultOutcome:
         high = b.pick(rates[1:])
         low_before = b.pick([r for r in rates if parse_rate(r) < parse_rate(high)])
         new = b.pick([r for r in rates if parse_rate(r) < parse_rate(high)])
-        rise, change = _change_day(starts[rise_at]), _change_day(starts[first])
+        rise, change = _change_day(issued[rise_at]), _change_day(issued[first])
         _set_rate_history(
             b, [(low_before, date.fromisoformat(FIRST_RATE_DAY)), (high, rise), (new, change)]
         )
@@ -98,10 +106,12 @@ def _outdated_rate(b: WorldBuilder, story: Story) -> FaultOutcome:
         first = b.rng.randint(1, n - 1) if n > 1 and b.difficulty == "L2" else b.rng.randrange(n)
         old = b.pick(rates[1:])
         new = b.pick([r for r in rates if parse_rate(r) < parse_rate(old)])
-        change = _change_day(starts[first])
+        change = _change_day(issued[first])
         b.set_tax_history(old, new, change)
     if first > 0:
         traps.append("old_rate_correct_before_change")
+    b.lapse_certificate_before(issued[first])
+    decorate_main(b, story)
     invoices = b.bill(story)
     by_start = invoices_by_start(invoices)
     count = victim_count(b, n - first)
@@ -109,7 +119,7 @@ def _outdated_rate(b: WorldBuilder, story: Story) -> FaultOutcome:
     for invoice in victims:
         b.rebill(invoice, tax_rate=parse_rate(old))
     jurisdiction = b.customer.tax_jurisdiction
-    day = victims[0].billed.period_start.isoformat()
+    day = issued[first].isoformat()
     evidence = [call("get_tax_rate", jurisdiction=jurisdiction, date=day)]
     evidence += [recompute(inv, tax_rate=new) for inv in victims]
     decoys: list[Invoice] = []
@@ -117,21 +127,21 @@ def _outdated_rate(b: WorldBuilder, story: Story) -> FaultOutcome:
         decoy = by_start[starts[rise_at]]
         decoys.append(decoy)
         evidence.append(
-            call("get_tax_rate", jurisdiction=jurisdiction, date=starts[rise_at].isoformat())
+            call("get_tax_rate", jurisdiction=jurisdiction, date=issued[rise_at].isoformat())
         )
     differences = [format_cents(overcharge(inv)) for inv in victims]
     currency = b.customer.currency
     summary = (
         f"The {jurisdiction} tax rate changed to {new} effective {change.isoformat()}, but "
-        f"{invoice_words(victims)} (period start "
-        f"{join_words([inv.billed.period_start.isoformat() for inv in victims])}) "
+        f"{invoice_words(victims)} (issued "
+        f"{join_words([d.isoformat() for d in issued[first : first + count]])}) "
         f"{'was' if len(victims) == 1 else 'were'} still taxed at the old rate {old}. "
         f"Recomputed at {new}, the overcharge is {join_words(differences)} {currency}."
     )
     if decoys:
         summary += (
             f" Invoice {decoys[0].id} at {old} was correct: that rate was in force on "
-            f"{decoys[0].billed.period_start.isoformat()}."
+            f"{issued[rise_at].isoformat()}, its issue day."
         )
     return _wrong_rate_outcome(story, victims, decoys, evidence, summary, traps, variant="outdated")
 
@@ -156,6 +166,7 @@ def _wrong_jurisdiction(
     """Invoices taxed at another jurisdiction's (higher) rate, recorded under its code."""
     assert b.draft is not None
     starts = period_starts(story)
+    issued = _issue_days(story)
     n = len(starts)
     traps: list[str] = []
     rise_at: int | None = None
@@ -164,19 +175,19 @@ def _wrong_jurisdiction(
         rise_at = b.rng.randint(1, n - 1)
         high = b.pick(rates[1:])
         low = b.pick([r for r in rates if parse_rate(r) < parse_rate(high)])
-        b.set_tax_history(low, high, _change_day(starts[rise_at]))
+        b.set_tax_history(low, high, _change_day(issued[rise_at]))
         traps.append("tax_rise_applied_correctly")
     else:  # keep the random history, but never a change within a day of a period start
         (old, _, change_text), (new, _, _) = b.tax_history
         change = date.fromisoformat(change_text or FIRST_RATE_DAY)
-        near = [s for s in starts if abs((change - s).days) <= 1]
+        near = [s for s in issued if abs((change - s).days) <= 1]
         b.set_tax_history(old, new, _change_day(near[0]) if near else change)
     ks = [k for k in range(n) if k != rise_at]
     first = b.pick(ks)
     run, count = [first], victim_count(b, 2)
     while len(run) < count and run[-1] + 1 in ks:
         run.append(run[-1] + 1)
-    right = max(b.tax_rate_on(starts[k]) for k in run)
+    right = max(b.tax_rate_on(issued[k]) for k in run)
     higher = [o for o in others if parse_rate(o[3]) > right]
     if not higher:  # the customer's own rate is the highest there is: the other flavour
         return _outdated_rate(b, story)
@@ -187,6 +198,8 @@ def _wrong_jurisdiction(
     if not any(r[0] == other for r in b.draft.tax_rates):
         b.draft.tax_rates.append((other, rate_text, FIRST_RATE_DAY, None))
         b.draft.tax_rates.sort()
+    b.lapse_certificate_before(issued[first])
+    decorate_main(b, story)
     invoices = b.bill(story)
     by_start = invoices_by_start(invoices)
     victims = [by_start[starts[k]] for k in run]
@@ -195,23 +208,19 @@ def _wrong_jurisdiction(
         b.rebill(invoice, tax_rate=wrong, tax_jurisdiction=other)
     own = b.customer.tax_jurisdiction
     evidence = []
-    for invoice in victims:
-        day = invoice.billed.period_start
-        evidence.append(call("get_tax_rate", jurisdiction=own, date=day.isoformat()))
-        evidence.append(recompute(invoice, tax_rate=format_rate(b.tax_rate_on(day))))
-    evidence.append(
-        call("get_tax_rate", jurisdiction=other, date=victims[0].billed.period_start.isoformat())
-    )
+    for k, invoice in zip(run, victims, strict=True):
+        evidence.append(call("get_tax_rate", jurisdiction=own, date=issued[k].isoformat()))
+        evidence.append(recompute(invoice, tax_rate=format_rate(b.tax_rate_on(issued[k]))))
+    evidence.append(call("get_tax_rate", jurisdiction=other, date=issued[run[0]].isoformat()))
     decoys: list[Invoice] = []
     if rise_at is not None:
         decoys.append(by_start[starts[rise_at]])
-        evidence.append(call("get_tax_rate", jurisdiction=own, date=starts[rise_at].isoformat()))
+        evidence.append(call("get_tax_rate", jurisdiction=own, date=issued[rise_at].isoformat()))
     parts = [
         f"{inv.id} was taxed at {rate_text} under {other} instead of the {own} rate "
-        f"{format_rate(b.tax_rate_on(inv.billed.period_start))} in force on "
-        f"{inv.billed.period_start.isoformat()} "
+        f"{format_rate(b.tax_rate_on(issued[k]))} in force on {issued[k].isoformat()} "
         f"(overcharge {format_cents(overcharge(inv))} {inv.billed.currency})"
-        for inv in victims
+        for k, inv in zip(run, victims, strict=True)
     ]
     summary = (
         f"Customer {b.customer.id} is in tax jurisdiction {own}, but invoice "
@@ -290,6 +299,7 @@ def tax_exempt_charged(b: WorldBuilder) -> FaultOutcome:
         valid_until = date(max(starts[-1].year, valid_from.year + 1) + b.rng.randint(0, 2), 12, 31)
     certificate = b.new_id("TXC", 8)
     b.customer.exemption = (certificate, valid_from.isoformat(), valid_until.isoformat())
+    decorate_main(b, story)
     invoices = b.bill(story)  # inside the window they are exempt: correct == billed so far
     by_start = invoices_by_start(invoices)
     count = victim_count(b, last - first + 1)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from datetime import date, time
 
+from env.background import decorate_main
 from env.billing import compute_invoice
 from env.builder import WorldBuilder
 from env.calendar import add_months, days, local_to_utc, utc_date
@@ -182,6 +183,7 @@ def _plan_change(b: WorldBuilder, west: bool) -> FaultOutcome:
         others = [x for x in range(periods) if x != k]
         traps.append(harmless_midnight_event(b, story, others, west) or "")
     fill_usage_by_plan(b, story)
+    decorate_main(b, story)
     invoices = b.bill(story)
     story.sub.plan_id = new.id  # bill() takes the plan at the last period's start
     victim = invoices[k + 1]  # the change in period k is prorated on the next invoice
@@ -255,6 +257,7 @@ def _cancellation(b: WorldBuilder) -> FaultOutcome:
     story.cancel_effective = leaves
     stamp = story.event(day, at, "cancel_requested", {"effective": "end_of_period"})
     story.sub.status = "canceled"
+    decorate_main(b, story)
     invoices = b.bill(story)
     extra = _bill_left_period(b, story, kept)
     total = format_cents(extra.billed_amounts().total_cents)
@@ -310,6 +313,7 @@ def _trial_end(b: WorldBuilder) -> FaultOutcome:
         traps.append(legit_decoy(b, story, list(range(1, periods)), 0) or "")
     if b.difficulty == "L3":
         traps.append(harmless_midnight_event(b, story, list(range(periods)), False) or "")
+    decorate_main(b, story)
     invoices = b.bill(story)
     victim = invoices[0]
     trial_end = anchor
