@@ -391,6 +391,8 @@ def pending_changes(b: WorldBuilder, story: Story, opened_day: date) -> list[str
     for feature, rate in PENDING_RATE.items():
         if b.rng.random() >= rate or b.label in PENDING_SKIP[feature]:
             continue
+        if story.keeps_plan and feature in ("scheduled", "immediate"):
+            continue
         day = first + days(b.rng.randint(0, (last - first).days))
         at = b.work_time()
         if feature == "cancel":

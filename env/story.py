@@ -67,6 +67,7 @@ class Story:
     cancel_effective: date | None = None
     usage: dict[date, int] = field(default_factory=dict)
     trial_invoice: Invoice | None = None
+    keeps_plan: bool = False  # a look-alike about this plan's price: no pending plan change
 
     def time_of_day(self) -> time:
         """The local time of day the subscription was created: its renewal time."""

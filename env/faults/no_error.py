@@ -96,7 +96,8 @@ def price_change(b: WorldBuilder) -> FaultOutcome:
     _same_tax(b, story.period(kd - 1)[0], story.period(kd)[0])
     traps: list[str] = []
     _legit_tax_change(b, story, traps, avoid=kd)
-    decorate_main(b, story, skip=("swap",))  # the risen price is on this plan
+    story.keeps_plan = True  # the risen price is on this plan
+    decorate_main(b, story, skip=("swap",))
     invoices = b.bill(story)
     after, before = invoices[kd], invoices[kd - 1]
     (old, _, _), (new, effective, announced) = plan.prices[-2], plan.prices[-1]
