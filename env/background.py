@@ -114,12 +114,7 @@ MAIN_SKIP = {  # the fault's own structure, or one its arithmetic cannot share
     "coupon": ("coupon_not_applied",),
     "seats": ("seat_count_mismatch",),
     # a downgrade's credit, or a seat cut's, can outweigh a short period's charge
-    "swap": (
-        "proration_error",
-        "downgrade_not_applied",
-        "usage_overage_miscalculated",
-        "seat_count_mismatch",
-    ),
+    "swap": ("proration_error", "downgrade_not_applied"),
     "withdrawn": (),
     "ended": ("billed_after_cancellation",),
     "coupon_removed": (),
@@ -157,13 +152,15 @@ def decorate_main(b: WorldBuilder, story: Story, skip: tuple[str, ...] = ()) -> 
         for k in sorted(b.rng.sample(range(story.periods - 1), count)):
             _seat_change(b, story, k)
         features.append("seats")
-    # usage in arrears is billed on the plan of the invoice it lands on: metered stories
-    # keep their plan, so a look-alike's usage arithmetic stays the story's
-    swap_ok = not story.plan_changes and not story.plan.overage_unit_price_cents
+    # usage in arrears is billed on the plan in force when its invoice's period starts
+    # (env/README.md), so a swap between metered plans is billed like any other; a look-alike
+    # whose evidence is the usage arithmetic passes skip=("swap",)
+    swap_ok = not story.plan_changes
     if swap_ok and story.periods >= 2 and _main_draw(b, "swap", skip):
         plans = {p.id.removeprefix("PLN-"): p for p in b.draft.plans}
-        if b.label != "billed_after_cancellation" or story.plan.id in ("PLN-TEAM", "PLN-GROWTH"):
-            immediate_swap(b, story, plans)  # after a cancellation, upgrades only (as above)
+        upgrades_only = b.label in ("billed_after_cancellation", "seat_count_mismatch")
+        if not upgrades_only or story.plan.id in ("PLN-TEAM", "PLN-GROWTH"):
+            immediate_swap(b, story, plans)  # after a cancellation or a seat cut: see above
             features.append("swap")
     kinds = {e.type for e in story.sub.events}
     if story.periods >= 2 and "renewed" not in kinds and _main_draw(b, "withdrawn", skip):

@@ -18,6 +18,7 @@ from env.builder import WorldBuilder
 from env.calendar import days
 from env.faults.base import FaultOutcome, call, recompute
 from env.faults.common import (
+    METERED_RATE,
     issue_unwarranted,
     join_words,
     overcharge_text,
@@ -58,6 +59,8 @@ def seat_count_mismatch(b: WorldBuilder) -> FaultOutcome:
     story = b.make_story(
         plan, seats=b.rng.randint(6, 40), periods=first_bad + count + tail, trial=b.main_trial(plan)
     )
+    if plan.overage_unit_price_cents:
+        b.fill_usage(story)
     traps = []
     decoy_k = None
     if b.difficulty != "L1":  # a seat change that did take effect on time
@@ -132,7 +135,7 @@ def billed_after_cancellation(b: WorldBuilder) -> FaultOutcome:
     story = b.make_story(plan, seats=seats_for(b, plan), periods=legit, trial=b.main_trial(plan))
     traps = []
     withdrawn_k = None
-    chance = {"L1": 0.0, "L2": 0.25, "L3": 0.5}[b.difficulty]  # as often as elsewhere
+    chance = {"L1": 0.35, "L2": 0.25, "L3": 0.5}[b.difficulty]  # as often as elsewhere
     if legit >= 2 and b.rng.random() < chance:
         withdrawn_k = b.rng.randrange(0, legit - 1)
         _withdrawn_cancel(b, story, withdrawn_k)
@@ -310,7 +313,8 @@ def _trial_story(
     options = [
         p for p in plans.values() if p.trial_days and not (extended and p.overage_unit_price_cents)
     ]
-    plan = b.pick(options)
+    metered = [p for p in options if p.overage_unit_price_cents]
+    plan = b.pick(metered if metered and b.rng.random() < METERED_RATE else options)
     whole = (1 if b.difficulty == "L1" or b.rng.random() < 0.6 else 2) if extended else 0
     if b.difficulty == "L1":
         periods = whole + 1 + b.rng.randint(0, 1) if extended else b.rng.randint(1, 3)

@@ -33,10 +33,14 @@ def no_error(b: WorldBuilder) -> FaultOutcome:
     return VARIANTS[variant](b)
 
 
-def _story(b: WorldBuilder, plan: Plan, *, minimum: int = 1, trial_ok: bool = False) -> Story:
+def _story(
+    b: WorldBuilder, plan: Plan, *, minimum: int = 1, trial_ok: bool = False, short: bool = False
+) -> Story:
     """The look-alike's subscription; where the variant allows, sometimes after a free trial
-    (trials occur in every class, design §1.2)."""
+    (trials occur in every class, design §1.2); `short`: never an extended one."""
     trial = trial_ok and b.main_trial(plan)
+    if short:
+        trial = min(trial, plan.trial_days)
     return b.make_story(
         plan, seats=seats_for(b, plan), periods=periods_for(b, minimum), trial=trial
     )
@@ -163,7 +167,7 @@ def _percent(rate: str) -> str:
 def coupon_expired(b: WorldBuilder) -> FaultOutcome:
     """A coupon that was used up (once / N periods) or whose window closed; the customer says
     the discount vanished."""
-    story = _story(b, _any_plan(b), minimum=2)
+    story = _story(b, _any_plan(b), minimum=2, trial_ok=True)
     fill_usage_by_plan(b, story)
     kind = b.pick(("once", "repeating", "window"))
     j = 1 if kind == "once" else b.rng.randint(1, story.periods - 1)  # first full-price period
@@ -222,10 +226,13 @@ def coupon_expired(b: WorldBuilder) -> FaultOutcome:
 def correct_proration(b: WorldBuilder) -> FaultOutcome:
     """A mid-period upgrade prorated correctly; the customer thinks they paid twice."""
     old, new = plan_pair(b, b.make_catalog(), upgrade=True)
-    story = _story(b, old, minimum=2)
+    story = _story(b, old, minimum=2, trial_ok=True, short=True)
     k = b.rng.randrange(story.periods - 1)
     start, end = story.period(k)
-    day, at = daytime_event(b, span(start + days(3), end - days(3)))
+    first = start + days(3)
+    if story.trial_end is not None:  # after the trial: its days were never charged
+        first = max(first, story.trial_end + days(2))
+    day, at = daytime_event(b, span(first, end - days(3)))
     story.plan_changes.append((day, new))
     details = {"from_plan_id": old.id, "to_plan_id": new.id, "effective": "immediately"}
     story.event(day, at, "plan_changed", details)
@@ -290,8 +297,9 @@ def other_subscription(b: WorldBuilder) -> FaultOutcome:
 
 def seat_increase(b: WorldBuilder) -> FaultOutcome:
     """The customer added seats; the next invoice bills them."""
-    plan = _plain_plan(b, per_seat=True)
+    plan = b.pick([p for p in b.make_catalog().values() if p.per_seat])
     story = _story(b, plan, minimum=2, trial_ok=True)
+    fill_usage_by_plan(b, story)
     kd = b.rng.randint(1, story.periods - 1)
     start, end = story.period(kd - 1)
     day, at = daytime_event(b, span(start + days(1), end - days(2)))
@@ -331,7 +339,7 @@ def usage_overage(b: WorldBuilder) -> FaultOutcome:
     b.fill_usage(story)
     traps: list[str] = []
     _legit_tax_change(b, story, traps)
-    decorate_main(b, story)
+    decorate_main(b, story, skip=("swap",))
     invoices = b.bill(story)
     invoice = invoices[k + 1]
     summary = (

@@ -73,7 +73,9 @@ def proration_error(b: WorldBuilder) -> FaultOutcome:
     fault_k, *rest = b.rng.sample(range(periods - 1), 2 if with_decoy else 1)
     decoy_k = rest[0] if rest else None
     first = after if decoy_k is not None and decoy_k < fault_k else before
-    story = b.make_story(first, seats=seats_for(b, first), periods=periods)
+    story = b.make_story(
+        first, seats=seats_for(b, first), periods=periods, trial=_short_trial(b, first)
+    )
     head, tail = {"change_backdated": (6, 3), "downgrade_applied_late": (3, 6)}.get(variant, (3, 3))
     changes: dict[int, date] = {}
     for k in sorted(x for x in (fault_k, decoy_k) if x is not None):
@@ -81,6 +83,7 @@ def proration_error(b: WorldBuilder) -> FaultOutcome:
         k_head = head if k == fault_k else 3
         if to is cheap:  # a downgrade's credit must stay below the next period's charge
             k_head = max(k_head, _late_enough(story, k, dear, cheap))
+        k_head = _after_trial(story, k, k_head)
         changes[k] = day_inside(b, story, k, head=k_head, tail=tail)
         change_now(b, story, changes[k], to)
     traps = ["correct_proration_decoy"] if with_decoy else []
@@ -116,6 +119,21 @@ def proration_error(b: WorldBuilder) -> FaultOutcome:
         traps=traps,
         variant=variant,
     )
+
+
+def _short_trial(b: WorldBuilder, plan: Plan) -> int:
+    """A main-story trial (design §1.2) that ends early enough in the first period for a change
+    after it: the standard length, never an extended one."""
+    return min(b.main_trial(plan), plan.trial_days)
+
+
+def _after_trial(story: Story, k: int, head: int) -> int:
+    """`head` days into period k, or later: an immediate change comes after the trial, since
+    crediting unused time of the old plan needs time that was charged."""
+    start = story.period(k)[0]
+    if story.trial_end is None or story.trial_end <= start:
+        return head
+    return max(head, (story.trial_end - start).days + 2)
 
 
 def _late_enough(story: Story, k: int, dear: Plan, cheap: Plan) -> int:
@@ -184,15 +202,18 @@ def downgrade_not_applied(b: WorldBuilder) -> FaultOutcome:
     late = variant == "applied_late"
     request_k, count = _downgrade_layout(b, late)
     periods = request_k + 1 + count + (1 if late else 0)
-    story = b.make_story(new if with_decoy else old, seats=seats, periods=periods)
+    first = new if with_decoy else old
+    story = b.make_story(first, seats=seats, periods=periods, trial=_short_trial(b, first))
     traps = []
     upgrade_k = upgrade_day = None
     if with_decoy:  # near miss: an earlier upgrade, prorated correctly
         upgrade_k = b.rng.randrange(0, request_k)
-        upgrade_day = day_inside(b, story, upgrade_k)
+        upgrade_day = day_inside(b, story, upgrade_k, head=_after_trial(story, upgrade_k, 3))
         change_now(b, story, upgrade_day, old)
         traps.append("correct_proration_decoy")
     event = schedule_change(b, story, request_k, new)
+    if new.overage_unit_price_cents:
+        _usage_within(b, story, new)
     if b.difficulty == "L3":  # near miss: the new plan's announced price rise, billed right
         effective = story.period(b.rng.randint(request_k + 1, periods - 1))[0]
         b.raise_price(new, effective, percent=b.rng.randint(4, 12))
@@ -237,9 +258,20 @@ def _downgrade_pair(b: WorldBuilder, plans: dict[str, Plan]) -> tuple[Plan, Plan
     team, starter = plans["TEAM"], plans["STARTER"]
     seats = seats_for(b, team)
     team_cost = team.prices[0][0] * seats
-    if b.rng.random() < 0.3 and team_cost > starter.prices[0][0] * 115 // 100:
+    draw = b.rng.random()
+    if draw < 0.3 and team_cost > starter.prices[0][0] * 115 // 100:
         return team, starter, seats
+    growth, scale = plans["GROWTH"], plans["SCALE"]
+    if draw >= 0.6 and scale.prices[0][0] > growth.prices[0][0] * 115 // 100:
+        return scale, growth, seats  # metered: see `_usage_within`
     return plans["BUSINESS"], team, seats
+
+
+def _usage_within(b: WorldBuilder, story: Story, plan: Plan) -> None:
+    """Usage of every finished period within the new plan's allowance, so within the old
+    plan's larger one too: no overage either way, and the old price is the whole difference."""
+    for k in range(story.periods - 1):
+        b.record_usage(story, k, units=int(plan.included_units * b.rng.uniform(0.4, 1.0)))
 
 
 def _downgrade_layout(b: WorldBuilder, late: bool) -> tuple[int, int]:

@@ -178,7 +178,6 @@ def usage_overage_miscalculated(b: WorldBuilder) -> FaultOutcome:
     story = unbilled_story(b, metered=True, minimum_periods=5 if b.difficulty == "L3" else 2)
     starts = period_starts(story)
     n = len(starts) - 1  # finished periods: their usage is on the next invoice
-    included = story.plan.included_units
     shapes = {"L1": [], "L2": [b.pick(("spike", "under"))], "L3": ["spike", "under"]}[
         b.difficulty
     ]  # legitimate look-alikes: a large real overage, a period under the allowance
@@ -186,13 +185,14 @@ def usage_overage_miscalculated(b: WorldBuilder) -> FaultOutcome:
     decoy_ks = b.rng.sample(range(n), len(shapes))
     story.usage.clear()
     story.sub.usage.clear()
+    decorate_main(b, story)  # maybe a Growth <-> Scale change: usage bills on the new plan
     for k in range(n):
         factor = b.rng.uniform(0.6, 1.8)  # over half the allowance: doubling always overcharges
         if k in decoy_ks:
             spike = shapes[decoy_ks.index(k)] == "spike"
             factor = b.rng.uniform(2.2, 3.0) if spike else b.rng.uniform(0.3, 0.9)
+        included = story.plan_at(starts[k + 1]).included_units  # the invoice that bills it
         b.record_usage(story, k, units=int(included * factor))
-    decorate_main(b, story)
     invoices = b.bill(story)
     by_start = invoices_by_start(invoices)
     victims = [by_start[starts[k + 1]] for k in _run(b, [k for k in range(n) if k not in decoy_ks])]
@@ -204,6 +204,7 @@ def usage_overage_miscalculated(b: WorldBuilder) -> FaultOutcome:
             b.rebill(invoice, usage_units=2 * units)
             evidence.append(recompute(invoice, usage_units=units))
         else:
+            included = invoice.billed.plan.included_units
             b.rebill(invoice, plan=replace(invoice.billed.plan, included_units=0))
             evidence.append(recompute(invoice, included_units=included))
     decoys = [by_start[starts[k + 1]] for k in sorted(decoy_ks)]
@@ -230,7 +231,6 @@ def usage_overage_miscalculated(b: WorldBuilder) -> FaultOutcome:
 
 
 def _usage_summary(story: Story, victims: list[Invoice], variant: str) -> str:
-    plan = story.plan
     parts = []
     for invoice in victims:
         correct = invoice.correct
@@ -248,12 +248,17 @@ def _usage_summary(story: Story, victims: list[Invoice], variant: str) -> str:
             + "; ".join(parts)
             + ". Recomputed with the recorded units, the differences are these overcharges."
         )
+    plans = [inv.correct.plan for inv in victims if inv.correct is not None]
+    allowances = join_words(
+        [
+            f"{p.name} ({p.plan_id}) includes {p.included_units}"
+            for p in {p.plan_id: p for p in plans}.values()
+        ]
+    )
     return (
-        f"Plan {plan.name} includes {plan.included_units} units per period, but the included "
-        "units were not subtracted: "
+        f"{allowances} units per period, but the included units were not subtracted: "
         + "; ".join(parts)
-        + f". Recomputed with {plan.included_units} included units, the differences are "
-        "these overcharges."
+        + ". Recomputed with the included units, the differences are these overcharges."
     )
 
 
