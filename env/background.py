@@ -163,8 +163,9 @@ def decorate_main(b: WorldBuilder, story: Story, skip: tuple[str, ...] = ()) -> 
             immediate_swap(b, story, plans)  # after a cancellation or a seat cut: see above
             features.append("swap")
     kinds = {e.type for e in story.sub.events}
-    if story.periods >= 2 and "renewed" not in kinds and _main_draw(b, "withdrawn", skip):
-        _withdrawn_cancel(b, story, b.rng.randint(0, story.periods - 2))
+    room = _periods_before_cancel(story)
+    if room and "renewed" not in kinds and _main_draw(b, "withdrawn", skip):
+        _withdrawn_cancel(b, story, b.rng.randrange(room))
         features.append("withdrawn")
     # metered usage of the last period would be owed on a final invoice: plain plans only
     ends = story.cancel_effective is None and not story.plan.overage_unit_price_cents
@@ -187,6 +188,20 @@ def _coupon_end(story: Story) -> tuple[date, bool] | None:
             start = story.period(k)[0]
             return start, start.isoformat() <= coupon.valid_until
     return None
+
+
+def _periods_before_cancel(story: Story) -> int:
+    """How many periods before the last can hold a withdrawn request: all of them, or only
+    those over before the story's own cancellation was asked for (a withdrawal logged after it
+    would read as withdrawing that one)."""
+    room = story.periods - 1
+    asked = [
+        e.occurred_at[:10] for e in story.sub.events if e.type in ("cancel_requested", "canceled")
+    ]
+    if asked:  # UTC dates: a day's margin either way for the local one
+        first = date.fromisoformat(min(asked)) - days(1)
+        room = min(room, sum(story.period(k)[1] <= first for k in range(room)))
+    return room
 
 
 def _main_draw(b: WorldBuilder, feature: str, skip: tuple[str, ...]) -> bool:

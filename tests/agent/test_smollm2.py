@@ -103,7 +103,6 @@ def test_the_prefix_cache_changes_speed_not_answers(policy):
     assert again.message.content == reply(plain, longer).message.content
 
 
-
 def test_a_cancelled_turn_stops_generating_and_frees_the_model(policy):
     """Ctrl-C cancels the run's tasks: a turn in progress must stop, not finish its tokens."""
     long = HfPolicy(policy._model, policy._tokenizer, max_new_tokens=8000, temperature=0.0)
@@ -124,6 +123,7 @@ def test_a_cancelled_turn_stops_generating_and_frees_the_model(policy):
         return freed
 
     assert asyncio.run(cancel_mid_turn())
+
 
 def test_the_template_renders_the_nine_tools_and_one_call_format(tokenizer, episode_start):
     messages, tools = episode_start

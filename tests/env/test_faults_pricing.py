@@ -39,10 +39,12 @@ def _coupon_periods(tools: Tools, timeline: dict[str, Any], timezone: str) -> li
         if e["type"] == "coupon_applied" and e["details"]["coupon_code"] == coupon["code"]
     ]
     assert len(applied) == 1
-    starts = sorted(
-        inv["period_start"]
-        for inv in tools.invoices()
-        if inv["subscription_id"] == timeline["subscription_id"]
+    starts = sorted(  # a trial's 0.00 invoice starts with the first paid period: one period
+        {
+            inv["period_start"]
+            for inv in tools.invoices()
+            if inv["subscription_id"] == timeline["subscription_id"]
+        }
     )
     eligible = [
         s for s in starts if applied[0] <= s and coupon["valid_from"] <= s <= coupon["valid_until"]
@@ -132,6 +134,13 @@ def _recorded_units(timeline: dict[str, Any], period_start: str) -> int:
     return int(units[0])
 
 
+def _allowance(tools: Tools, invoice_id: str, plan_id: str) -> int:
+    """The included units of `plan_id` as the catalog has them (a plan change between Growth
+    and Scale bills usage on the plan in force when the invoice's period starts)."""
+    recomputed = tools("recompute_invoice", invoice_id=invoice_id, plan_id=plan_id)
+    return int(recomputed["assumptions"]["plan"]["included_units"])
+
+
 def test_overcharged_usage_is_doubled_or_ignores_the_included_units() -> None:
     kinds = set()
     for scenario in all_levels("usage_overage_miscalculated", count=5):
@@ -141,7 +150,7 @@ def test_overcharged_usage_is_doubled_or_ignores_the_included_units() -> None:
             timeline = tools.timeline(invoice["subscription_id"])
             recorded = _recorded_units(timeline, invoice["period_start"])
             billed = invoice["billing_inputs"]
-            included = timeline["plan"]["included_units"]
+            included = _allowance(tools, invoice_id, billed["plan"]["plan_id"])
             if billed["usage_units"] == 2 * recorded:
                 assert billed["plan"]["included_units"] == included
                 again = tools("recompute_invoice", invoice_id=invoice_id, usage_units=recorded)
@@ -161,7 +170,6 @@ def test_usage_l3_has_a_real_spike_and_a_period_under_the_allowance_billed_corre
         truth = reveal_truth(scenario)
         sub = tools.invoice(next(iter(truth.overcharges)))["subscription_id"]
         timeline = tools.timeline(sub)
-        included = timeline["plan"]["included_units"]
         shapes = set()
         for summary in tools.invoices():
             if summary["subscription_id"] != sub or summary["invoice_id"] in truth.overcharges:
@@ -171,7 +179,8 @@ def test_usage_l3_has_a_real_spike_and_a_period_under_the_allowance_billed_corre
                 continue
             recorded = _recorded_units(timeline, summary["period_start"])
             assert billed["usage_units"] == recorded
-            assert billed["plan"]["included_units"] == included
+            included = billed["plan"]["included_units"]
+            assert included == _allowance(tools, summary["invoice_id"], billed["plan"]["plan_id"])
             shapes |= {"spike"} if recorded > 2 * included else set()
             shapes |= {"under"} if recorded < included else set()
         assert shapes == {"spike", "under"}
@@ -194,16 +203,16 @@ def test_overcharged_conversions_used_another_days_rate_or_the_inverse() -> None
         for invoice_id, cents in reveal_truth(scenario).overcharges.items():
             invoice = tools.invoice(invoice_id)
             billed = invoice["billing_inputs"]
+            # the rate of the local issue day: the period start, or a trial's end
+            issued = utc_to_local_date(invoice["issued_at"], tools.customer()["timezone"])
             right = tools(
-                "recompute_invoice", invoice_id=invoice_id, fx_rate_date=invoice["period_start"]
+                "recompute_invoice", invoice_id=invoice_id, fx_rate_date=issued.isoformat()
             )
             assert parse_amount(right["difference"]) == cents
             correct_rate = Decimal(right["assumptions"]["fx_rate"])
             assert Decimal(billed["fx_rate"]) > correct_rate
-            if billed["fx_rate_date"] != invoice["period_start"]:  # the rate really is that day's
-                gap = date.fromisoformat(invoice["period_start"]) - date.fromisoformat(
-                    billed["fx_rate_date"]
-                )
+            if billed["fx_rate_date"] != issued.isoformat():  # the rate really is that day's
+                gap = issued - date.fromisoformat(billed["fx_rate_date"])
                 assert gap.days >= 2  # never the UTC date of a local-midnight issue
                 same = tools(
                     "recompute_invoice", invoice_id=invoice_id, fx_rate_date=billed["fx_rate_date"]

@@ -82,19 +82,21 @@ def shifted_event(tools: Tools, invoice_id: str, cents: int) -> str:
     events = tools("get_subscription_timeline", subscription_id=invoice["subscription_id"])[
         "events"
     ]
-    if inputs["plan_change_date"] is not None:
-        kind, billed = "plan_changed", date.fromisoformat(inputs["plan_change_date"])
-        override = "plan_change_date"
-    elif inputs["proration_start"] is not None:
-        kind, billed = "trial_ended", date.fromisoformat(inputs["proration_start"])
-        override = "proration_start"
-    else:
-        kind, billed = "cancel_requested", date.fromisoformat(invoice["period_start"])
-        override = ""
-    stamps = [e["occurred_at"] for e in events if e["type"] == kind]
-    stamp = next(s for s in stamps if utc_date(s) == billed)  # the bill used the UTC date
+    # the main story's background may add a correct plan change or trial to the same invoice:
+    # the shifted event is the one whose UTC date the bill used and whose local date differs
+    candidates = [
+        ("plan_changed", inputs["plan_change_date"], "plan_change_date"),
+        ("trial_ended", inputs["proration_start"], "proration_start"),
+        ("cancel_requested", invoice["period_start"], ""),
+    ]
+    kind, billed, override, stamp = next(
+        (kind, date.fromisoformat(day), override, s)
+        for kind, day, override in candidates
+        if day is not None
+        for s in (e["occurred_at"] for e in events if e["type"] == kind)
+        if utc_date(s) == date.fromisoformat(day) and utc_to_local_date(s, zone) != utc_date(s)
+    )
     local = utc_to_local_date(stamp, zone)
-    assert local != utc_date(stamp)
     assert abs((local - billed).days) == 1
     if kind == "cancel_requested":
         # the request was on the last local day of the previous period: this one was left

@@ -518,9 +518,12 @@ def test_draft_credit_note_takes_an_exact_json_number_and_refuses_an_inexact_one
     assert "error" in json.loads(env.call("draft_credit_note", raw % (MARCH, "true")))
     made = json.loads(env.call("draft_credit_note", raw % (MARCH, "5.490")))
     assert made["credit_note"]["amount"] == "5.49"
-    assert ok(env, "draft_credit_note", invoice_id=MARCH, amount=5, reason="x")["credit_note"][
-        "amount"
-    ] == "5.00"
+    assert (
+        ok(env, "draft_credit_note", invoice_id=MARCH, amount=5, reason="x")["credit_note"][
+            "amount"
+        ]
+        == "5.00"
+    )
 
 
 def test_two_notes_together_may_not_exceed_the_invoice_total(env: LedgerEnv) -> None:
