@@ -144,7 +144,8 @@ def test_arguments_that_are_not_text_are_refused_with_what_to_send(
 def test_any_pair_of_python_objects_gets_a_json_answer(name: Any, arguments: Any) -> None:
     result, env = answer(name, arguments)
     env.close()
-    if not isinstance(name, str) or name not in TOOL_NAMES:
+    # a HostileText's == raises: compare its characters (hypothesis draws tool names too)
+    if not isinstance(name, str) or "".join(list(name)) not in TOOL_NAMES:
         assert "unknown tool" in result["error"]
 
 
