@@ -113,7 +113,7 @@ MAIN_RATE.update(coupon_removed=0.7, price_rise=0.3)
 MAIN_SKIP = {  # the fault's own structure, or one its arithmetic cannot share
     "coupon": ("coupon_not_applied",),
     "seats": ("seat_count_mismatch",),
-    # a downgrade's credit, or a seat cut's, can outweigh a short period's charge
+    # faults with plan changes of their own; after a cancellation or a seat cut, upgrades only
     "swap": ("proration_error", "downgrade_not_applied"),
     "withdrawn": (),
     "ended": ("billed_after_cancellation",),

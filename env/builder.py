@@ -110,14 +110,16 @@ class WorldBuilder:
         self._background_certificate()
         return customer
 
-    def main_trial(self, plan: Plan) -> int:
+    def main_trial(self, plan: Plan, *, extended: bool = True) -> int:
         """The free trial a main subscription on `plan` starts with, in days (0: none), in every
         class whose fault can share one (the caller knows; design §1.2: trials, extended ones
-        too, occur everywhere)."""
+        too, occur everywhere). `extended=False`: the standard length only, for a story whose
+        first period must still hold a change after the trial (the draws are the same)."""
         if not plan.trial_days or self.rng.random() >= MAIN_TRIAL_RATE:
             return 0
         if self.rng.random() < EXTENDED_TRIAL_RATE:
-            return plan.trial_days + self.rng.randint(3, 10)
+            longer = plan.trial_days + self.rng.randint(3, 10)
+            return longer if extended else plan.trial_days
         return plan.trial_days
 
     def _background_certificate(self) -> None:

@@ -77,6 +77,13 @@ class Story:
     def period(self, k: int) -> tuple[date, date]:
         return add_months(self.anchor, k), add_months(self.anchor, k + 1)
 
+    def after_trial(self, day: date, margin: int = 2) -> date:
+        """`day`, or `margin` days after the trial ends if that is later: an immediate change
+        credits unused time of the old plan, and trial days were never charged."""
+        if self.trial_end is None:
+            return day
+        return max(day, self.trial_end + timedelta(days=margin))
+
     def event(self, day: date, at: time, kind: str, details: dict[str, Any]) -> str:
         stamp = local_to_utc(day, at, self.timezone)
         self.sub.events.append(Event(stamp, kind, details))

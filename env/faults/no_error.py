@@ -38,9 +38,7 @@ def _story(
 ) -> Story:
     """The look-alike's subscription; where the variant allows, sometimes after a free trial
     (trials occur in every class, design §1.2); `short`: never an extended one."""
-    trial = trial_ok and b.main_trial(plan)
-    if short:
-        trial = min(trial, plan.trial_days)
+    trial = trial_ok and b.main_trial(plan, extended=not short)
     return b.make_story(
         plan, seats=seats_for(b, plan), periods=periods_for(b, minimum), trial=trial
     )
@@ -229,10 +227,7 @@ def correct_proration(b: WorldBuilder) -> FaultOutcome:
     story = _story(b, old, minimum=2, trial_ok=True, short=True)
     k = b.rng.randrange(story.periods - 1)
     start, end = story.period(k)
-    first = start + days(3)
-    if story.trial_end is not None:  # after the trial: its days were never charged
-        first = max(first, story.trial_end + days(2))
-    day, at = daytime_event(b, span(first, end - days(3)))
+    day, at = daytime_event(b, span(story.after_trial(start + days(3)), end - days(3)))
     story.plan_changes.append((day, new))
     details = {"from_plan_id": old.id, "to_plan_id": new.id, "effective": "immediately"}
     story.event(day, at, "plan_changed", details)

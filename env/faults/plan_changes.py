@@ -74,7 +74,7 @@ def proration_error(b: WorldBuilder) -> FaultOutcome:
     decoy_k = rest[0] if rest else None
     first = after if decoy_k is not None and decoy_k < fault_k else before
     story = b.make_story(
-        first, seats=seats_for(b, first), periods=periods, trial=_short_trial(b, first)
+        first, seats=seats_for(b, first), periods=periods, trial=b.main_trial(first, extended=False)
     )
     head, tail = {"change_backdated": (6, 3), "downgrade_applied_late": (3, 6)}.get(variant, (3, 3))
     changes: dict[int, date] = {}
@@ -83,7 +83,8 @@ def proration_error(b: WorldBuilder) -> FaultOutcome:
         k_head = head if k == fault_k else 3
         if to is cheap:  # a downgrade's credit must stay below the next period's charge
             k_head = max(k_head, _late_enough(story, k, dear, cheap))
-        k_head = _after_trial(story, k, k_head)
+        start = story.period(k)[0]
+        k_head = (story.after_trial(start + days(k_head)) - start).days
         changes[k] = day_inside(b, story, k, head=k_head, tail=tail)
         change_now(b, story, changes[k], to)
     traps = ["correct_proration_decoy"] if with_decoy else []
@@ -119,21 +120,6 @@ def proration_error(b: WorldBuilder) -> FaultOutcome:
         traps=traps,
         variant=variant,
     )
-
-
-def _short_trial(b: WorldBuilder, plan: Plan) -> int:
-    """A main-story trial (design §1.2) that ends early enough in the first period for a change
-    after it: the standard length, never an extended one."""
-    return min(b.main_trial(plan), plan.trial_days)
-
-
-def _after_trial(story: Story, k: int, head: int) -> int:
-    """`head` days into period k, or later: an immediate change comes after the trial, since
-    crediting unused time of the old plan needs time that was charged."""
-    start = story.period(k)[0]
-    if story.trial_end is None or story.trial_end <= start:
-        return head
-    return max(head, (story.trial_end - start).days + 2)
 
 
 def _late_enough(story: Story, k: int, dear: Plan, cheap: Plan) -> int:
@@ -203,12 +189,16 @@ def downgrade_not_applied(b: WorldBuilder) -> FaultOutcome:
     request_k, count = _downgrade_layout(b, late)
     periods = request_k + 1 + count + (1 if late else 0)
     first = new if with_decoy else old
-    story = b.make_story(first, seats=seats, periods=periods, trial=_short_trial(b, first))
+    story = b.make_story(
+        first, seats=seats, periods=periods, trial=b.main_trial(first, extended=False)
+    )
     traps = []
     upgrade_k = upgrade_day = None
     if with_decoy:  # near miss: an earlier upgrade, prorated correctly
         upgrade_k = b.rng.randrange(0, request_k)
-        upgrade_day = day_inside(b, story, upgrade_k, head=_after_trial(story, upgrade_k, 3))
+        start = story.period(upgrade_k)[0]
+        head = (story.after_trial(start + days(3)) - start).days
+        upgrade_day = day_inside(b, story, upgrade_k, head=head)
         change_now(b, story, upgrade_day, old)
         traps.append("correct_proration_decoy")
     event = schedule_change(b, story, request_k, new)
