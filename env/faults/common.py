@@ -60,10 +60,14 @@ def unbilled_story(
     return story
 
 
-def immediate_swap(b: WorldBuilder, story: Story, plans: dict[str, Plan]) -> None:
+def immediate_swap(
+    b: WorldBuilder, story: Story, plans: dict[str, Plan], *, upgrades_only: bool = False
+) -> None:
     """An immediate change to the plan of the same kind (Team <-> Business, Growth <-> Scale)
-    inside a period before the last, prorated correctly on the next invoice."""
-    pairs = {"TEAM": "BUSINESS", "BUSINESS": "TEAM", "GROWTH": "SCALE", "SCALE": "GROWTH"}
+    inside a period before the last, prorated correctly on the next invoice; `upgrades_only`:
+    from the cheaper plan of a pair only."""
+    upgrades = {"TEAM": "BUSINESS", "GROWTH": "SCALE"}
+    pairs = upgrades if upgrades_only else upgrades | {"BUSINESS": "TEAM", "SCALE": "GROWTH"}
     key = pairs.get(story.plan.id.removeprefix("PLN-"))
     if key is None:
         return
