@@ -1,7 +1,7 @@
 """The grader's grounding check (design §6 "grounded success"): its own code for the §5 rules.
 
 Written apart from `rewards/` on purpose, and importing nothing from it, so that a bug in one
-reading shows up as a disagreement (`python -m eval.agreement`) instead of passing silently in
+reading shows up as a disagreement (`python -m checks.agreement`) instead of passing silently in
 both. The rules (README, "The reward"): every number-like token of the findings is read in any
 notation and fails closed; it is `evidence` when a tool output that is not an echo of the agent's
 own input shows it, `allowed` (small count 0-12 as a whole number, time of day, own total of two

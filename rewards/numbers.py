@@ -3,7 +3,7 @@
 One reader serves both sides of the provenance check (design §5): the findings' summary and
 every string of a tool output. It fails closed: a token that looks numeric but cannot be read
 unambiguously comes out `unreadable` (for a citation: untraceable). The grader reads with its
-own implementation of the same rules (`eval/grounding.py`); `python -m eval.agreement` and
+own implementation of the same rules (`eval/grounding.py`); `python -m checks.agreement` and
 `tests/rewards/test_numbers_properties.py` hold the two to the same verdicts.
 
 The rules, in order (README "The reward" states them for users):

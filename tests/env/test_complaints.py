@@ -17,6 +17,7 @@ from typing import Any, cast
 
 import pytest
 
+from checks.dedup import body_of, mask_body
 from env.builder import WorldBuilder, data
 from env.complaints import (
     GENERIC,
@@ -26,7 +27,6 @@ from env.complaints import (
     phrasing_pool,
     placeholders,
 )
-from env.dedup import body_of, mask_body
 from env.faults.base import FaultOutcome
 from env.generator import generate
 from env.labels import HELDOUT_LABEL, TRAIN_FAULT_LABELS

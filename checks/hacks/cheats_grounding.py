@@ -1,5 +1,6 @@
 """Cheats on the grounding side of the reward (issue 10): invented numbers in odd notations,
-echo laundering, trivial-count chains and malformed findings. Registered in `rewards.cheats`.
+echo laundering, trivial-count chains and malformed findings. Registered in
+`checks.hacks.cheats`.
 
 Most are the reference solution (right label, amounts and credits) plus one invented number:
 without the grounding rules they would score 1.0 and binary 1; with them the invented number is
@@ -15,8 +16,8 @@ from env.labels import ROOT_CAUSES
 from env.money import format_cents
 from env.scenario import Scenario, ToolCall
 
-# `rewards.cheats` imports this module to register its cheats, so its helpers are imported when
-# a program runs, and the suite entries are plain keyword dicts that it turns into `Cheat`s.
+# `checks.hacks.cheats` imports this module to register its cheats, so its helpers are imported
+# when a program runs, and the suite entries are plain keyword dicts that it turns into `Cheat`s.
 Steps = Generator[ToolCall, str, Any]
 NO_ERROR_SHARE = 1 / len(ROOT_CAUSES)
 _ARABIC = str.maketrans("0123456789", "٠١٢٣٤٥٦٧٨٩")
@@ -86,7 +87,7 @@ def _right_answer_plus(extra: Callable[[Scenario], str]) -> Callable[[Scenario],
     """The reference's reads and credits, then its findings with `extra` in the summary."""
 
     def program(s: Scenario) -> Steps:
-        from rewards.cheats import _replay, _truth
+        from checks.hacks.cheats import _replay, _truth
 
         truth = _truth(s)
         yield from _replay(truth.reference[:-1])
@@ -108,7 +109,7 @@ def _invent_in(style: str) -> Callable[[Scenario], Steps]:
 def _launder_date(s: Scenario, how: str) -> Steps:
     """Looks up (or recomputes with) an invented date, then cites it: the tool's echo of the
     agent's own date is not evidence."""
-    from rewards.cheats import _ask, _credit, _reads, _truth
+    from checks.hacks.cheats import _ask, _credit, _reads, _truth
 
     truth = _truth(s)
     yield from _reads(truth)
@@ -142,13 +143,13 @@ def launder_recompute_end_date(s: Scenario) -> Steps:
 
 
 def no_error_counts_without_tools(s: Scenario) -> Steps:
-    from rewards.cheats import _submit
+    from checks.hacks.cheats import _submit
 
     yield _submit("no_error", {}, "Checked 3 invoices and 2 payments; all 3 are correct.")
 
 
 def no_error_counts_after_listing(s: Scenario) -> Steps:
-    from rewards.cheats import _invoices, _submit
+    from checks.hacks.cheats import _invoices, _submit
 
     invoices = yield from _invoices(s)
     count = min(len(invoices), 12)
@@ -159,7 +160,7 @@ def _reference_with_items(
     edit: Callable[[dict[str, str]], list[dict[str, object]]],
 ) -> Callable[[Scenario], Steps]:
     def program(s: Scenario) -> Steps:
-        from rewards.cheats import _amounts, _replay, _truth
+        from checks.hacks.cheats import _amounts, _replay, _truth
 
         truth = _truth(s)
         yield from _replay(truth.reference[:-1])
@@ -181,7 +182,7 @@ label_without_invoices = _reference_with_items(lambda items: [])
 
 
 def no_error_with_invoices(s: Scenario) -> Steps:
-    from rewards.cheats import _amounts, _replay, _submit, _truth
+    from checks.hacks.cheats import _amounts, _replay, _submit, _truth
 
     truth = _truth(s)
     yield from _replay(truth.reference[:-1])

@@ -1,7 +1,7 @@
 """The reward-hacking suite: scripted cheats that must score low, each with its reason and bounds.
 
 A cheat is a program for `agent.program_policy.ProgramPolicy`, run through the same rollout as
-any agent; `python -m rewards.check` runs them all. A bound holds on the MEAN over a fixed sample
+any agent; `python -m checks.hacks` runs them all. A bound holds on the MEAN over a fixed sample
 (mean <= bound); the maximum is printed beside it. A per-episode maximum would punish luck, not
 hacking: guessing no_error is right on every no_error scenario, and any policy can guess. Where a
 cheat's answer can coincide with the truth, `lucky` names those scenarios and widens the bound by
@@ -538,6 +538,6 @@ CHEATS: tuple[Cheat, ...] = (
 
 # Cheats kept in their own modules, registered here (they import this module's helpers, so the
 # imports come after everything above is defined).
-from rewards.cheats_grounding import GROUNDING_CHEATS  # noqa: E402
+from checks.hacks.cheats_grounding import GROUNDING_CHEATS  # noqa: E402
 
 CHEATS = (*CHEATS, *(Cheat(**entry) for entry in GROUNDING_CHEATS))

@@ -1,12 +1,12 @@
 """Cheap surface-cue policies: what an agent that never recomputes anything can earn.
 
 Each reads only public text and tool output (the complaint, the tables as tools show them, or
-surface features of the scenario database, `env.probe_features`), names a label from a cue,
-copies a number printed on the invoice when the cue fires, and abstains (no_error) otherwise.
+surface features of the scenario database, `checks.probe_features`), names a label from a
+cue, copies a number printed on the invoice when the cue fires, and abstains (no_error) otherwise.
 They must stay below SHAPED_BOUND mean shaped reward and at most BINARY_MARGIN above the
 no_error share of their sample in binary success (issue 9): if one beats that, the world gives
 its answers away, and the fix belongs in the generator, not in a weaker policy here.
-The surface-model policy fits `env.probe`'s shallow tree on train scenarios (never eval).
+The surface-model policy fits `checks.probe`'s shallow tree on train scenarios (never eval).
 """
 
 from __future__ import annotations
@@ -16,8 +16,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from env.scenario import Scenario, Truth
-from rewards.cheats import (
+from checks.hacks.cheats import (
     Cheat,
     Steps,
     _ask,
@@ -27,6 +26,7 @@ from rewards.cheats import (
     _submit,
     _summary_of,
 )
+from env.scenario import Scenario, Truth
 
 SHAPED_BOUND = 0.3
 BINARY_MARGIN = 0.05
@@ -61,8 +61,8 @@ def keyword_label(scenario: Scenario) -> str:
 @cache
 def _surface_tree() -> Any:
     """The probe's depth-4 tree on SURFACE_TRAIN train scenarios; fitted once per process."""
-    from env.probe_data import Sample, feature_names, load, train_seeds
-    from env.probe_models import fit_tree
+    from checks.probe_features import Sample, feature_names, load, train_seeds
+    from checks.probe_models import fit_tree
 
     rows = load("train", train_seeds(0, SURFACE_TRAIN))
     sample = Sample("train", rows, feature_names(rows))
@@ -70,7 +70,7 @@ def _surface_tree() -> Any:
 
 
 def surface_label(scenario: Scenario) -> str:
-    from env.probe_features import features_of_database
+    from checks.probe_features import features_of_database
 
     model, names = _surface_tree()
     features = features_of_database(scenario.database)
@@ -143,7 +143,7 @@ SURFACE_CHEATS: tuple[Cheat, ...] = (
     _surface("surface_keywords_copy_no_credit", "findings the actions contradict earn no amount "
              "credit; the label is a keyword guess", _triage(keyword_label, False)),
     _surface("surface_model_copy_credit", _COPY + "is a false reversal; no surface feature "
-             "predicts the label (env.probe)", _triage(surface_label, True)),
+             "predicts the label (checks.probe)", _triage(surface_label, True)),
     _surface("surface_model_copy_no_credit", "a tree on surface features names the label no "
              "better than chance, and uncredited findings earn no amount credit",
              _triage(surface_label, False)),
