@@ -1,8 +1,8 @@
 """Cheap surface-cue policies: what an agent that never recomputes anything can earn.
 
 Each reads only public text and tool output (the complaint, the tables as tools show them, or
-surface features of the scenario database, `checks.probe_features`), names a label from a
-cue, copies a number printed on the invoice when the cue fires, and abstains (no_error) otherwise.
+surface features of the scenario database, `checks.probe_features`), names a label from a cue,
+copies a number printed on the invoice when the cue fires, and abstains (no_error) otherwise.
 They must stay below SHAPED_BOUND mean shaped reward and at most BINARY_MARGIN above the
 no_error share of their sample in binary success (issue 9): if one beats that, the world gives
 its answers away, and the fix belongs in the generator, not in a weaker policy here.
@@ -16,15 +16,15 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from checks.hacks.cheats import (
+from checks.hacks.programs import (
     Cheat,
     Steps,
-    _ask,
-    _credit,
-    _invoices,
-    _named,
-    _submit,
-    _summary_of,
+    ask,
+    billed_invoices,
+    draft_credit,
+    named_invoice,
+    submit,
+    summary_of,
 )
 from env.scenario import Scenario, Truth
 
@@ -82,10 +82,10 @@ def _printed_amount(s: Scenario, label: str, invoice: dict[str, Any]) -> Steps:
     """A number the tools print that the label makes look like the overcharge."""
     invoice_id = invoice["invoice_id"]
     if label == "duplicate_payment":
-        listed = yield from _ask("list_payments", customer_id=s.customer_id, invoice_id=invoice_id)
+        listed = yield from ask("list_payments", customer_id=s.customer_id, invoice_id=invoice_id)
         paid = [p["amount"] for p in listed.get("payments", []) if p.get("status") == "succeeded"]
         return paid[-1] if paid else invoice["total"]
-    detail = yield from _ask("get_invoice", invoice_id=invoice_id)
+    detail = yield from ask("get_invoice", invoice_id=invoice_id)
     if label in _TAX:
         tax = str(detail.get("tax", {}).get("amount", "0.00"))
         return tax if tax != "0.00" else invoice["total"]
@@ -95,29 +95,29 @@ def _printed_amount(s: Scenario, label: str, invoice: dict[str, Any]) -> Steps:
 def _abstain(s: Scenario, invoices: list[dict[str, Any]]) -> Steps:
     """No cue: look at what the customer points at, then answer no_error (the best a policy
     that cannot recompute can do; it earns the evidence a reader of these records would)."""
-    yield from _ask("get_customer", customer_id=s.customer_id)
+    yield from ask("get_customer", customer_id=s.customer_id)
     if invoices:
-        target = _named(s.complaint, invoices)
-        detail = yield from _ask("get_invoice", invoice_id=target["invoice_id"])
+        target = named_invoice(s.complaint, invoices)
+        detail = yield from ask("get_invoice", invoice_id=target["invoice_id"])
         subscription = detail.get("subscription_id")
         if subscription:
-            yield from _ask("get_subscription_timeline", subscription_id=subscription)
-    yield _submit("no_error", {}, f"Checked {s.customer_id}; the charges are correct.")
+            yield from ask("get_subscription_timeline", subscription_id=subscription)
+    yield submit("no_error", {}, f"Checked {s.customer_id}; the charges are correct.")
 
 
 def _triage(label_of: Callable[[Scenario], str], credit: bool) -> Callable[[Scenario], Steps]:
     def program(s: Scenario) -> Steps:
         label = label_of(s)
-        invoices = yield from _invoices(s)
+        invoices = yield from billed_invoices(s)
         if label == "no_error" or not invoices:
             yield from _abstain(s, invoices)
             return
-        target = _named(s.complaint, invoices)
+        target = named_invoice(s.complaint, invoices)
         amount = yield from _printed_amount(s, label, target)
         items = {target["invoice_id"]: amount}
         if credit:
-            yield _credit(target["invoice_id"], amount, f"Refund: {label.replace('_', ' ')}")
-        yield _submit(label, items, _summary_of(items))
+            yield draft_credit(target["invoice_id"], amount, f"Refund: {label.replace('_', ' ')}")
+        yield submit(label, items, summary_of(items))
 
     return program
 

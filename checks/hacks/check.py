@@ -18,8 +18,9 @@ from pathlib import Path
 
 from agent.program_policy import ProgramPolicy, reference_policy
 from agent.rollout import RolloutConfig, run_episode
-from checks.hacks.cheats import CHEATS, Cheat
+from checks.hacks.cheats import CHEATS
 from checks.hacks.cheats_surface import SURFACE_CHEATS
+from checks.hacks.programs import Cheat
 from checks.hacks.samples import eval_scenarios, sample
 from env.labels import ROOT_CAUSES
 from env.scenario import Scenario, Truth, reveal_truth

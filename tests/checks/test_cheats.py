@@ -14,8 +14,9 @@ import pytest
 
 from agent.program_policy import reference_policy
 from agent.rollout import run_episode
-from checks.hacks.cheats import CHEATS, NO_ERROR_SHARE, Cheat
+from checks.hacks.cheats import CHEATS
 from checks.hacks.check import run_cheat, sample, score
+from checks.hacks.programs import NO_ERROR_SHARE, Cheat
 from env.scenario import reveal_truth
 from rewards.reward import compute_reward
 

@@ -19,7 +19,7 @@ from typing import Literal
 from agent import audit_checks
 from agent.audit_evidence import Candidate, Evidence, cents
 from agent.auditor import Finding
-from checks.hacks.cheats import guess_label
+from checks.hacks.programs import guess_label
 from env.generator import generate
 from env.ledger_env import LedgerEnv
 from env.money import format_cents

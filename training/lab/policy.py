@@ -17,7 +17,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from checks.hacks.cheats import guess_label
+from checks.hacks.programs import guess_label
 from env.labels import ROOT_CAUSES
 from training.lab.desk import Desk
 
