@@ -92,7 +92,7 @@ def bench_generation(count: int) -> tuple[Figure, ...]:
     """Fresh scenarios (the uncached function) from train seeds no other figure uses."""
     first = SPLITS["train"].first_seed + 50_000
     seeds = range(first, first + count)
-    for seed in split_seeds("train", 30):  # first use of each fault module imports it
+    for seed in split_seeds("train", 30):  # warm up: the first scenarios load the data files
         generate.__wrapped__("train", seed)
     sizes = []
     wall, cpu = time.perf_counter(), time.process_time()
