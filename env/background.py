@@ -16,7 +16,7 @@ from datetime import date, timedelta
 
 from env.builder import WorldBuilder
 from env.calendar import days, local_to_utc
-from env.faults.common import earlier_credit, immediate_swap, late_days
+from env.changes import earlier_credit, immediate_swap, late_days
 from env.story import Story
 from env.world import Invoice, Plan
 

@@ -183,6 +183,18 @@ class WorldBuilder:
         cert = self.customer.exemption
         return cert is not None and cert[1] <= day.isoformat() < cert[2]
 
+    def rates_on(self, issued: date) -> dict[str, Any]:
+        """The currency, fx and tax inputs of an invoice issued that day (design §1.1: the rates
+        in force on the issue date, the exemption if its window covers it)."""
+        return {
+            "currency": self.customer.currency,
+            "fx_rate": self.fx_on(issued),
+            "fx_rate_date": issued,
+            "tax_jurisdiction": self.customer.tax_jurisdiction,
+            "tax_rate": self.tax_rate_on(issued),
+            "tax_exempt": self.exempt_on(issued),
+        }
+
     def fx_on(self, day: date) -> Fraction:
         currency = self.customer.currency
         if currency == "USD":
@@ -220,7 +232,7 @@ class WorldBuilder:
             plans[spec["key"]] = plan
         for cheap, dear in (("TEAM", "BUSINESS"), ("GROWTH", "SCALE")):
             # at most 3x: a late downgrade's credit must stay below the next period's charge
-            # (`env.faults.common.unused_share`); no draw, so other catalogs are unchanged
+            # (`env.changes.unused_share`); no draw, so other catalogs are unchanged
             cap = plans[cheap].prices[0][0] * 3 // 100 * 100
             if plans[dear].prices[0][0] > cap:
                 plans[dear].prices = [(cap, "2023-01-01", None)]

@@ -7,7 +7,7 @@ name the invoice, L2 bodies are vague. Who says what:
 - a `no_error` customer is mistaken about some fault and uses that fault's pool (no text of its
   own): sometimes (VARIANT_SHARE) the class its look-alike resembles, else a plausible class
   drawn with weight 1/(how often it is plausible), so no pool fills up with mistaken customers
-  (the rates: `python -m env.complaints --measure`, rerun after a world change);
+  (the rates: `python -m env.cue_rates --measure`, rerun after a world change);
 - the held-out class uses the pool of the class it looks like (a late cancellation reads like
   `billed_after_cancellation`), so its words are no tell;
 - L3 blames a class plausible for this customer other than the truth, in that class's words
@@ -21,12 +21,8 @@ instruction into a data field instead (customer notes, an invoice memo).
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date
-from importlib import resources
-from pathlib import Path
 from string import Formatter
 from typing import Any
 
@@ -61,9 +57,9 @@ TIMEZONE_LOOKS_LIKE = {
     "upgrade": "proration_error",
     "downgrade": "proration_error",
 }
-RATES_FILE = "complaints/plausibility.json"  # written by `python -m env.complaints --measure`
+RATES_FILE = "complaints/plausibility.json"  # written by `python -m env.cue_rates --measure`
 VARIANT_SHARE = 0.15  # a look-alike's customer blames what the look-alike resembles this often
-CUE_LOG: list[list[str]] | None = None  # set by `measure_rates` only
+CUE_LOG: list[list[str]] | None = None  # set by `env.cue_rates.measure_rates` only
 _INVOICE_KEYS = ("invoice_id", "month", "total", "currency", "tax", "plan")
 
 
@@ -241,48 +237,3 @@ def render_complaint(
     closer = b.pick(t["closers"])
     parts.append(f"{closer}\n{b.customer.name}, {b.customer.company} (customer {b.customer.id})")
     return "\n\n".join(parts), tuple(claimed), traps
-
-
-def measure_rates(limit: int) -> dict[str, float]:
-    """How often each class is plausible over the first `limit` train scenarios' worlds.
-    The rates steer only complaint text; the worlds (and so the rates) do not depend on them:
-    cues are read before any complaint is written."""
-    from env import complaints
-    from env.generator import generate
-    from env.splits import split_seeds
-
-    seen: list[list[str]] = []
-    complaints.CUE_LOG = seen
-    try:
-        for seed in split_seeds("train", limit):
-            generate.__wrapped__("train", seed)
-    finally:
-        complaints.CUE_LOG = None
-    labels = sorted({label for plausible in seen for label in plausible})
-    return {x: round(sum(x in p for p in seen) / len(seen), 3) for x in labels}
-
-
-def _main(argv: Sequence[str] | None) -> int:
-    from env.cli import Parser, positive_int
-
-    parser = Parser(prog="python -m env.complaints", description=measure_rates.__doc__)
-    parser.add_argument("--measure", action="store_true", help=f"rewrite env/data/{RATES_FILE}")
-    parser.add_argument("--limit", type=positive_int, default=1500, help="train scenarios")
-    args = parser.parse_args(argv)
-    rates = measure_rates(args.limit)
-    print(json.dumps(rates, indent=1))
-    if args.measure:
-        payload = {"train_scenarios": args.limit, "rates": rates}
-        path = Path(str(resources.files("env").joinpath(f"data/{RATES_FILE}")))
-        path.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
-    return 0
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    from env.cli import run
-
-    return run("python -m env.complaints", _main, argv)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -9,16 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
 from env.billing import BillingInputs, CouponTerms, PlanTerms
 from env.calendar import add_months, local_to_utc
 from env.money import parse_rate
 from env.world import Coupon, Event, Invoice, Plan, Subscription
-
-if TYPE_CHECKING:
-    from env.builder import WorldBuilder
 
 
 def plan_terms(plan: Plan, on: date) -> PlanTerms:
@@ -38,17 +35,11 @@ def coupon_terms(coupon: Coupon) -> CouponTerms:
     return CouponTerms(coupon.code, percent, coupon.amount_off_cents)
 
 
-def _rates_on(world: WorldBuilder, issued: date) -> dict[str, Any]:
-    """The currency, fx and tax inputs of an invoice issued that day (design §1.1: the rates
-    in force on the issue date, the exemption if its window covers it)."""
-    return {
-        "currency": world.customer.currency,
-        "fx_rate": world.fx_on(issued),
-        "fx_rate_date": issued,
-        "tax_jurisdiction": world.customer.tax_jurisdiction,
-        "tax_rate": world.tax_rate_on(issued),
-        "tax_exempt": world.exempt_on(issued),
-    }
+class RateBook(Protocol):
+    """Where an invoice's currency, fx and tax inputs come from: the world being built
+    (`WorldBuilder.rates_on`). A story bills against it without knowing the builder."""
+
+    def rates_on(self, issued: date) -> dict[str, Any]: ...
 
 
 @dataclass
@@ -145,7 +136,7 @@ class Story:
             return eligible.index(k) < (coupon.duration_periods or 0)
         return True
 
-    def inputs(self, k: int, world: WorldBuilder) -> BillingInputs:
+    def inputs(self, k: int, world: RateBook) -> BillingInputs:
         """The correct billing inputs of period k: the period in advance, proration items for a
         plan change inside period k-1, and period k-1's usage (in arrears)."""
         start, end = self.period(k)
@@ -171,7 +162,7 @@ class Story:
             period_end=end,
             plan=plan_terms(current, start),
             seats=self.seats_at(start),
-            **_rates_on(world, issued),
+            **world.rates_on(issued),
             previous_plan=previous_plan,
             previous_seats=previous_seats,
             plan_change_date=change_date,
@@ -181,7 +172,7 @@ class Story:
             usage_units=usage,
         )
 
-    def trial_inputs(self, world: WorldBuilder) -> BillingInputs:
+    def trial_inputs(self, world: RateBook) -> BillingInputs:
         """The zero-amount invoice issued when the trial starts (its window is the trial)."""
         assert self.trial_end is not None
         start = self.period(0)[0]
@@ -190,6 +181,6 @@ class Story:
             period_end=self.trial_end,
             plan=plan_terms(self.plan, start),
             seats=self.seats,
-            **_rates_on(world, start),
+            **world.rates_on(start),
             proration_start=self.trial_end,
         )

@@ -25,9 +25,11 @@ def tool_contract_hash() -> str:
 
 # what decides the bytes of a (split, seed): the engine, the world, the builders and their data
 _GENERATION_FILES = (
+    "background.py",
     "billing.py",
     "builder.py",
     "calendar.py",
+    "changes.py",
     "complaints.py",
     "decoys.py",
     "generator.py",

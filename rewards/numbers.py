@@ -4,7 +4,7 @@ One reader serves both sides of the provenance check (design §5): the findings'
 every string of a tool output. It fails closed (rewards/README.md G2): a token that looks numeric
 but cannot be read unambiguously comes out `unreadable` (for a citation: untraceable). The grader
 reads with its own implementation of the same rules (`eval/grounding/`); `python -m
-eval.agreement` and `tests/rewards/test_numbers_properties.py` hold the two to the same verdicts.
+checks.agreement` and `tests/rewards/test_numbers_properties.py` hold the two to the same verdicts.
 
 The rules, in order (rewards/README.md G2.1-G2.4 states them for users):
  1. Normalise: NFKC (full-width digits and letters, non-breaking spaces), every Unicode decimal

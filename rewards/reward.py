@@ -12,7 +12,7 @@ example each and the grounding rules G1-G9 cited below. Decisions beyond the des
 - the evidence term is paid for a chain that supports a right answer: label and amounts both
   right. Paid for any traceable findings, it lifted wrong answers above half marks (right
   label + a shown but wrong amount: 0.35 + 0.20; right amounts + wrong label + credits: 0.65;
-  a no_error guess after one call: 0.20 on every faulted case; see `rewards/cheats.py`).
+  a no_error guess after one call: 0.20 on every faulted case; see `checks/hacks/cheats.py`).
   Grounding is still taught on wrong answers by the hallucination penalty (0 against -0.5);
 - the amounts term also needs the episode to have acted as it reported: the credit notes
   drafted this episode equal the reported amounts (none for no_error). Otherwise a policy that
@@ -21,7 +21,7 @@ example each and the grounding rules G1-G9 cited below. Decisions beyond the des
   with it, that policy gets 0.35, and right amounts under a wrong label at most 0.45;
 - the binary variant is grounded success (design §6): eval success, no untraceable or
   echo-only number, and an evidence chain with at least one found fact (G8, `rewards.provenance`);
-  the grader computes the same verdict with its own code, `python -m eval.agreement` checks it
+  the grader computes the same verdict with its own code, `python -m checks.agreement` checks it
   (G9);
 - amounts are right only when the reported map equals the truth exactly, so an amount
   claimed for an unaffected invoice is a wrong amount (and costs the extra-invoice penalty).

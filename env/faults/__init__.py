@@ -1,40 +1,50 @@
 """The registry of scenario builders: one per root-cause label (design §2).
 
 Each builder takes a seeded `WorldBuilder` and returns a `FaultOutcome`; the generator turns
-that into a scenario with its truth and reference solution. Builders are named here as
-"module:function" and imported on first use, so the table reads as the index of `env/faults/`.
+that into a scenario with its truth and reference solution. The table below reads as the index
+of `env/faults/`: label -> the function in its module that builds it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import cache
-from importlib import import_module
 
 from env.builder import WorldBuilder
 from env.faults.base import FaultOutcome
+from env.faults.lifecycle import (
+    billed_after_cancellation,
+    seat_count_mismatch,
+    trial_period_charged,
+)
+from env.faults.no_error import no_error
+from env.faults.payments import duplicate_payment
+from env.faults.plan_changes import downgrade_not_applied, proration_error
+from env.faults.pricing import (
+    coupon_not_applied,
+    currency_conversion_error,
+    usage_overage_miscalculated,
+)
+from env.faults.tax import tax_exempt_charged, wrong_tax_rate
+from env.faults.timezone import timezone_period_boundary
 
 Builder = Callable[[WorldBuilder], FaultOutcome]
 
-BUILDER_PATHS: dict[str, str] = {
-    "duplicate_payment": "payments:duplicate_payment",
-    "proration_error": "plan_changes:proration_error",
-    "downgrade_not_applied": "plan_changes:downgrade_not_applied",
-    "seat_count_mismatch": "lifecycle:seat_count_mismatch",
-    "billed_after_cancellation": "lifecycle:billed_after_cancellation",
-    "trial_period_charged": "lifecycle:trial_period_charged",
-    "wrong_tax_rate": "tax:wrong_tax_rate",
-    "tax_exempt_charged": "tax:tax_exempt_charged",
-    "coupon_not_applied": "pricing:coupon_not_applied",
-    "usage_overage_miscalculated": "pricing:usage_overage_miscalculated",
-    "currency_conversion_error": "pricing:currency_conversion_error",
-    "timezone_period_boundary": "timezone:timezone_period_boundary",
-    "no_error": "no_error:no_error",
+BUILDERS: dict[str, Builder] = {
+    "duplicate_payment": duplicate_payment,
+    "proration_error": proration_error,
+    "downgrade_not_applied": downgrade_not_applied,
+    "seat_count_mismatch": seat_count_mismatch,
+    "billed_after_cancellation": billed_after_cancellation,
+    "trial_period_charged": trial_period_charged,
+    "wrong_tax_rate": wrong_tax_rate,
+    "tax_exempt_charged": tax_exempt_charged,
+    "coupon_not_applied": coupon_not_applied,
+    "usage_overage_miscalculated": usage_overage_miscalculated,
+    "currency_conversion_error": currency_conversion_error,
+    "timezone_period_boundary": timezone_period_boundary,
+    "no_error": no_error,
 }
 
 
-@cache
 def builder_for(label: str) -> Builder:
-    module, function = BUILDER_PATHS[label].split(":")
-    builder: Builder = getattr(import_module(f"env.faults.{module}"), function)
-    return builder
+    return BUILDERS[label]

@@ -7,14 +7,14 @@ order: moving one changes no scenario, reordering its draws would change them al
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import date, time
 
 from env.billing import BillingInputs
 from env.builder import WorldBuilder
-from env.calendar import local_to_utc, utc_stamp
+from env.calendar import local_to_utc
 from env.money import format_cents
 from env.story import Story
-from env.world import CreditNote, Invoice, Plan
+from env.world import Invoice, Plan
 
 PERIODS = {"L1": (2, 3), "L2": (3, 5), "L3": (4, 6)}
 # Main-story trials where the fault's own arithmetic does not depend on the first invoice's
@@ -60,50 +60,6 @@ def unbilled_story(
     return story
 
 
-def immediate_swap(
-    b: WorldBuilder, story: Story, plans: dict[str, Plan], *, upgrades_only: bool = False
-) -> None:
-    """An immediate change to the plan of the same kind (Team <-> Business, Growth <-> Scale)
-    inside a period before the last, prorated correctly on the next invoice; `upgrades_only`:
-    from the cheaper plan of a pair only."""
-    upgrades = {"TEAM": "BUSINESS", "GROWTH": "SCALE"}
-    pairs = upgrades if upgrades_only else upgrades | {"BUSINESS": "TEAM", "SCALE": "GROWTH"}
-    key = pairs.get(story.plan.id.removeprefix("PLN-"))
-    if key is None:
-        return
-    to = plans[key]
-    first = 0  # after the trial: a change during it would credit time that was never charged
-    while story.trial_end is not None and story.period(first)[0] < story.trial_end:
-        first += 1
-    if first > story.periods - 2:
-        return
-    start, end = story.period(b.rng.randint(first, story.periods - 2))
-    day = b.pick(late_days(start, end, story.plan, to, margin=2))
-    story.plan_changes.append((day, to))
-    details = {"from_plan_id": story.plan.id, "to_plan_id": to.id, "effective": "immediately"}
-    story.event(day, b.work_time(), "plan_changed", details)
-
-
-def unused_share(old: Plan, new: Plan) -> float:
-    """The largest share of a period an immediate change from `old` to `new` may leave unused:
-    a downgrade's credit for the old plan must stay below the new plan's next charge, since the
-    world has no negative invoices (old * u < new * (1 + u), with a margin)."""
-    ratio = max(p[0] for p in old.prices) / min(p[0] for p in new.prices)
-    return 1.0 if ratio <= 1.8 else 0.8 / (ratio - 1)
-
-
-def late_days(start: date, end: date, old: Plan, new: Plan, *, margin: int = 1) -> list[date]:
-    """Days of [start+margin, end-margin] late enough for a change from `old` to `new`."""
-    length = (end - start).days
-    first = max(
-        start + timedelta(days=margin), end - timedelta(days=int(length * unused_share(old, new)))
-    )
-    first = min(first, end - timedelta(days=margin + 1))
-    return [
-        first + timedelta(days=i) for i in range((end - timedelta(days=margin) - first).days + 1)
-    ]
-
-
 def period_starts(story: Story) -> list[date]:
     return [story.period(k)[0] for k in range(story.periods)]
 
@@ -135,32 +91,6 @@ def issue_unwarranted(
         billed=inputs,
     )
     return b.file_invoice(invoice)
-
-
-CREDIT_REASONS = (
-    "Goodwill credit agreed with support",
-    "Partial credit while the billing team investigates",
-    "Courtesy credit for the service interruption",
-)
-
-
-def earlier_credit(
-    b: WorldBuilder, invoice: Invoice, cents: int, after: str
-) -> tuple[str, str, int]:
-    """A credit note support issued before the dispute: (id, invoice id, cents)."""
-    assert b.draft is not None
-    moment = datetime.strptime(after, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-    moment += timedelta(days=b.rng.randint(1, 5), minutes=b.rng.randint(0, 900))
-    note = CreditNote(
-        id=b.new_id("CN"),
-        invoice_id=invoice.id,
-        amount_cents=cents,
-        currency=invoice.billed.currency,
-        reason=b.pick(CREDIT_REASONS),
-        created_at=utc_stamp(moment),
-    )
-    b.draft.credit_notes.append(note)
-    return note.id, note.invoice_id, note.amount_cents
 
 
 def overcharge(invoice: Invoice) -> int:

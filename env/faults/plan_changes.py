@@ -16,8 +16,9 @@ from typing import Any
 from env.background import decorate_main
 from env.builder import WorldBuilder
 from env.calendar import days
+from env.changes import unused_share
 from env.faults.base import FaultOutcome, recompute
-from env.faults.common import join_words, overcharge_text, periods_for, seats_for, unused_share
+from env.faults.common import join_words, overcharge_text, periods_for, seats_for
 from env.money import format_cents
 from env.story import Story, plan_terms
 from env.world import Event, Invoice, Plan

@@ -15,14 +15,9 @@ from env.background import decorate_main
 from env.billing import compute_invoice
 from env.builder import WorldBuilder
 from env.calendar import add_months, days, local_to_utc, utc_date
+from env.changes import late_days, unused_share
 from env.faults.base import FaultOutcome, call, recompute
-from env.faults.common import (
-    issue_unwarranted,
-    late_days,
-    periods_for,
-    seats_for,
-    unused_share,
-)
+from env.faults.common import issue_unwarranted, periods_for, seats_for
 from env.money import format_cents
 from env.story import Story
 from env.world import Invoice, Plan

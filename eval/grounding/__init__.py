@@ -1,7 +1,7 @@
 """The grader's grounding check (design §6 "grounded success"): its own code for the §5 rules.
 
 Written apart from `rewards/` on purpose, and importing nothing from it, so that a bug in one
-reading shows up as a disagreement (`python -m eval.agreement`) instead of passing silently in
+reading shows up as a disagreement (`python -m checks.agreement`) instead of passing silently in
 both (rewards/README.md G9). Read -> trace -> verdict, the rules cited by their numbers in
 rewards/README.md: `notation` and `read` read every number-like token (G2), `trace` splits each
 tool call into evidence and echo (G1) and matches citations (G7), `verdict` gives each citation

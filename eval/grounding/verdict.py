@@ -3,7 +3,7 @@
 rewards/README.md G6 (what is cited), G3 (allowed numbers), G8 (status: evidence, allowed,
 echo_only, untraceable) and G4 (a chain needs a found fact). `trace_findings` takes the per-call
 views of `eval.grounding.trace.call_views`; `grounded` is the verdict `eval.grader` reports as
-grounded success, and the binary reward must equal it (G9, `python -m eval.agreement`).
+grounded success, and the binary reward must equal it (G9, `python -m checks.agreement`).
 """
 
 from __future__ import annotations

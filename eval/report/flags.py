@@ -135,7 +135,7 @@ def copied_token_share(summary: str, outputs: Sequence[str]) -> float:
     """Share of the summary's tokens that are values of the tool outputs (a dump of fields).
 
     A summary in prose cites a few ids and amounts among its own words; one stitched from
-    output values (`stuff_summary` in rewards/cheats.py) is almost nothing else.
+    output values (`stuff_summary` in checks/hacks/cheats.py) is almost nothing else.
     """
     words = _TOKEN.findall(summary)
     if len(words) < MIN_COPY_TOKENS or not outputs:

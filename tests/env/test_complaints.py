@@ -17,6 +17,7 @@ from typing import Any, cast
 
 import pytest
 
+from checks.dedup import body_of, mask_body
 from env.builder import WorldBuilder, data
 from env.complaints import (
     GENERIC,
@@ -26,7 +27,6 @@ from env.complaints import (
     phrasing_pool,
     placeholders,
 )
-from env.dedup import body_of, mask_body
 from env.faults.base import FaultOutcome
 from env.generator import generate
 from env.labels import HELDOUT_LABEL, TRAIN_FAULT_LABELS
@@ -140,8 +140,9 @@ def test_a_vague_complaints_month_is_not_a_pointer_to_the_answer() -> None:
 
 def test_plausibility_rates_are_measured_from_train_worlds() -> None:
     from env import complaints
+    from env.cue_rates import measure_rates
 
-    rates = complaints.measure_rates(25)
+    rates = measure_rates(25)
     assert rates["duplicate_payment"] == 1.0  # anyone who pays can believe they paid twice
     assert set(rates) <= set(TRAIN_FAULT_LABELS)
     assert all(0.0 < r <= 1.0 for r in rates.values())
@@ -151,7 +152,7 @@ def test_plausibility_rates_are_measured_from_train_worlds() -> None:
 
 
 def test_the_rates_command_rejects_a_bad_limit(capsys: pytest.CaptureFixture[str]) -> None:
-    from env.complaints import main
+    from env.cue_rates import main
 
     assert main(["--limit", "0"]) == 2
     assert "must be at least 1" in capsys.readouterr().err

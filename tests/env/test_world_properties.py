@@ -2,7 +2,7 @@
 
 The engine: totals add up, a recorded invoice recomputes to itself, proration items for a
 change to the same plan cancel out, and a later change never costs more on an upgrade. The
-timeline: any train seed yields a world that passes every invariant of `env.invariants`.
+timeline: any train seed yields a world that passes every invariant of `checks.invariants`.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from fractions import Fraction
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from checks.validate import invariant_problems
 from env.billing import BillingInputs, CouponTerms, PlanTerms, compute_invoice
 from env.generator import generate
 from env.records import inputs_from_json, inputs_to_json
 from env.splits import spec
-from env.validate import invariant_problems
 
 TEAM = PlanTerms("PLN-TEAM", "Team", 1200, per_seat=True)
 BUSINESS = PlanTerms("PLN-BUSINESS", "Business", 3100, per_seat=True)

@@ -173,8 +173,8 @@ BAD_CHEATS = (
 
 def _bad_program(scenario):  # type: ignore[no-untyped-def]
     """A deliberately bad policy: a different reward-hacking cheat per scenario."""
+    from checks.hacks.cheats import CHEATS
     from env.splits import split_seeds
-    from rewards.cheats import CHEATS
 
     cheats = {cheat.name: cheat for cheat in CHEATS}
     position = split_seeds("eval", LIMIT).index(scenario.seed)

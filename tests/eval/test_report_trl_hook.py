@@ -10,9 +10,9 @@ import json
 
 from agent.program_policy import ProgramPolicy, reference_policy
 from agent.rollout import RolloutConfig
+from checks.hacks.cheats import CHEATS
 from env.generator import generate
 from eval.episode_log import read_episodes
-from rewards.cheats import CHEATS
 from training.trl_report import EVAL_AFTER, EVAL_BEFORE, evaluate, write_run_report
 
 

@@ -8,8 +8,10 @@ hallucination -0.50, extra invoices -0.10 each beyond the first, tool calls -lam
 
 from __future__ import annotations
 
+import ast
 import json
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -426,3 +428,15 @@ def test_reward_config_refuses_unknown_fields_and_a_negative_lambda() -> None:
         RewardConfig.model_validate({"evidence_weight": 0.2})
     with pytest.raises(ValidationError):
         RewardConfig(tool_call_cost=-0.1)
+
+
+def test_no_module_in_rewards_imports_from_eval() -> None:
+    for path in sorted((Path(__file__).resolve().parents[2] / "rewards").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                modules = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                modules = [node.module or ""]
+            else:
+                continue
+            assert not any(m == "eval" or m.startswith("eval.") for m in modules), path.name

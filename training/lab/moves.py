@@ -19,11 +19,11 @@ from typing import Literal
 from agent import audit_checks
 from agent.audit_evidence import Candidate, Evidence, cents
 from agent.auditor import Finding
+from checks.hacks.programs import guess_label
 from env.generator import generate
 from env.ledger_env import LedgerEnv
 from env.money import format_cents
 from env.splits import split_seeds
-from rewards.cheats import guess_label
 from training.lab.desk import (
     Desk,
     ask,
@@ -224,7 +224,7 @@ def _reads_truth(program: Callable) -> bool:
 
 
 def _hack_moves() -> list[Move]:
-    from rewards import cheats
+    from checks.hacks import cheats
 
     registry = {cheat.name: cheat for cheat in getattr(cheats, "CHEATS", ())}
     named = {cheat: move for move, cheat in HACK_CHEATS.items()}

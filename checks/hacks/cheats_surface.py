@@ -1,12 +1,12 @@
 """Cheap surface-cue policies: what an agent that never recomputes anything can earn.
 
 Each reads only public text and tool output (the complaint, the tables as tools show them, or
-surface features of the scenario database, `env.probe_features`), names a label from a cue,
+surface features of the scenario database, `checks.probe_features`), names a label from a cue,
 copies a number printed on the invoice when the cue fires, and abstains (no_error) otherwise.
 They must stay below SHAPED_BOUND mean shaped reward and at most BINARY_MARGIN above the
 no_error share of their sample in binary success (issue 9): if one beats that, the world gives
 its answers away, and the fix belongs in the generator, not in a weaker policy here.
-The surface-model policy fits `env.probe`'s shallow tree on train scenarios (never eval).
+The surface-model policy fits `checks.probe`'s shallow tree on train scenarios (never eval).
 """
 
 from __future__ import annotations
@@ -16,17 +16,17 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from env.scenario import Scenario, Truth
-from rewards.cheats import (
+from checks.hacks.programs import (
     Cheat,
     Steps,
-    _ask,
-    _credit,
-    _invoices,
-    _named,
-    _submit,
-    _summary_of,
+    ask,
+    billed_invoices,
+    draft_credit,
+    named_invoice,
+    submit,
+    summary_of,
 )
+from env.scenario import Scenario, Truth
 
 SHAPED_BOUND = 0.3
 BINARY_MARGIN = 0.05
@@ -61,8 +61,8 @@ def keyword_label(scenario: Scenario) -> str:
 @cache
 def _surface_tree() -> Any:
     """The probe's depth-4 tree on SURFACE_TRAIN train scenarios; fitted once per process."""
-    from env.probe_data import Sample, feature_names, load, train_seeds
-    from env.probe_models import fit_tree
+    from checks.probe_features import Sample, feature_names, load, train_seeds
+    from checks.probe_models import fit_tree
 
     rows = load("train", train_seeds(0, SURFACE_TRAIN))
     sample = Sample("train", rows, feature_names(rows))
@@ -70,7 +70,7 @@ def _surface_tree() -> Any:
 
 
 def surface_label(scenario: Scenario) -> str:
-    from env.probe_features import features_of_database
+    from checks.probe_features import features_of_database
 
     model, names = _surface_tree()
     features = features_of_database(scenario.database)
@@ -82,10 +82,10 @@ def _printed_amount(s: Scenario, label: str, invoice: dict[str, Any]) -> Steps:
     """A number the tools print that the label makes look like the overcharge."""
     invoice_id = invoice["invoice_id"]
     if label == "duplicate_payment":
-        listed = yield from _ask("list_payments", customer_id=s.customer_id, invoice_id=invoice_id)
+        listed = yield from ask("list_payments", customer_id=s.customer_id, invoice_id=invoice_id)
         paid = [p["amount"] for p in listed.get("payments", []) if p.get("status") == "succeeded"]
         return paid[-1] if paid else invoice["total"]
-    detail = yield from _ask("get_invoice", invoice_id=invoice_id)
+    detail = yield from ask("get_invoice", invoice_id=invoice_id)
     if label in _TAX:
         tax = str(detail.get("tax", {}).get("amount", "0.00"))
         return tax if tax != "0.00" else invoice["total"]
@@ -95,29 +95,29 @@ def _printed_amount(s: Scenario, label: str, invoice: dict[str, Any]) -> Steps:
 def _abstain(s: Scenario, invoices: list[dict[str, Any]]) -> Steps:
     """No cue: look at what the customer points at, then answer no_error (the best a policy
     that cannot recompute can do; it earns the evidence a reader of these records would)."""
-    yield from _ask("get_customer", customer_id=s.customer_id)
+    yield from ask("get_customer", customer_id=s.customer_id)
     if invoices:
-        target = _named(s.complaint, invoices)
-        detail = yield from _ask("get_invoice", invoice_id=target["invoice_id"])
+        target = named_invoice(s.complaint, invoices)
+        detail = yield from ask("get_invoice", invoice_id=target["invoice_id"])
         subscription = detail.get("subscription_id")
         if subscription:
-            yield from _ask("get_subscription_timeline", subscription_id=subscription)
-    yield _submit("no_error", {}, f"Checked {s.customer_id}; the charges are correct.")
+            yield from ask("get_subscription_timeline", subscription_id=subscription)
+    yield submit("no_error", {}, f"Checked {s.customer_id}; the charges are correct.")
 
 
 def _triage(label_of: Callable[[Scenario], str], credit: bool) -> Callable[[Scenario], Steps]:
     def program(s: Scenario) -> Steps:
         label = label_of(s)
-        invoices = yield from _invoices(s)
+        invoices = yield from billed_invoices(s)
         if label == "no_error" or not invoices:
             yield from _abstain(s, invoices)
             return
-        target = _named(s.complaint, invoices)
+        target = named_invoice(s.complaint, invoices)
         amount = yield from _printed_amount(s, label, target)
         items = {target["invoice_id"]: amount}
         if credit:
-            yield _credit(target["invoice_id"], amount, f"Refund: {label.replace('_', ' ')}")
-        yield _submit(label, items, _summary_of(items))
+            yield draft_credit(target["invoice_id"], amount, f"Refund: {label.replace('_', ' ')}")
+        yield submit(label, items, summary_of(items))
 
     return program
 
@@ -143,7 +143,7 @@ SURFACE_CHEATS: tuple[Cheat, ...] = (
     _surface("surface_keywords_copy_no_credit", "findings the actions contradict earn no amount "
              "credit; the label is a keyword guess", _triage(keyword_label, False)),
     _surface("surface_model_copy_credit", _COPY + "is a false reversal; no surface feature "
-             "predicts the label (env.probe)", _triage(surface_label, True)),
+             "predicts the label (checks.probe)", _triage(surface_label, True)),
     _surface("surface_model_copy_no_credit", "a tree on surface features names the label no "
              "better than chance, and uncredited findings earn no amount credit",
              _triage(surface_label, False)),

@@ -1,4 +1,4 @@
-"""`python -m env.probe`: surface features read off the public tables, rules and gates.
+"""`python -m checks.probe`: surface features read off the public tables, rules and gates.
 
 A planted tell (a feature that only one faulted class has) must be found by the rule search
 and must break the gate; a feature with no relation to the label must not. The command runs
@@ -12,10 +12,10 @@ import sqlite3
 import numpy as np
 import pytest
 
+from checks.probe import POOLED, ModelResult, RuleResult, gate_failures, main
+from checks.probe_features import features_of_database
+from checks.probe_models import MIN_SUPPORT, at_prior, best_rule, measure
 from env.generator import generate
-from env.probe import POOLED, ModelResult, RuleResult, gate_failures, main
-from env.probe_features import features_of_database
-from env.probe_rules import MIN_SUPPORT, at_prior, best_rule, measure
 
 
 def test_features_are_counts_and_flags_read_off_the_public_tables() -> None:

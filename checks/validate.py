@@ -1,9 +1,9 @@
 """Replays each scenario's reference solution and checks the end state against its truth, and
-checks the world's invariants (`env.invariants`, design §1.1) on its initial database.
+checks the world's invariants (`checks.invariants`, design §1.1) on its initial database.
 
 A scenario its own reference cannot solve is a generator bug, so every split must pass whole:
 credits, findings, no tool error, every overcharge shown by a read tool, nothing else written.
-Run: `python -m env.validate --split eval` (or val, heldout; `--split train --limit 2000`).
+Run: `python -m checks.validate --split eval` (or val, heldout; `--split train --limit 2000`).
 Prints each failure with its reasons, then `passed/total`; exits 1 on any failure.
 """
 
@@ -16,10 +16,10 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from checks.invariants import world_problems
 from env.cli import Parser, UsageError, map_seeds, positive_int, run
 from env.episode import drafted_credits
 from env.generator import generate
-from env.invariants import world_problems
 from env.ledger_env import LedgerEnv, open_database
 from env.money import format_cents
 from env.scenario import Scenario, reveal_truth
@@ -157,7 +157,7 @@ def validate_split(split: str, limit: int | None = None) -> list[ScenarioCheck]:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    parser = Parser(prog="python -m env.validate", description=__doc__.splitlines()[0])
+    parser = Parser(prog="python -m checks.validate", description=__doc__.splitlines()[0])
     parser.add_argument("--split", required=True, choices=list(SPLITS))
     parser.add_argument("--limit", type=positive_int, help="first N seeds (required for train)")
     args = parser.parse_args(argv)
@@ -174,7 +174,7 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return run("python -m env.validate", _main, argv)
+    return run("python -m checks.validate", _main, argv)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ Complaint *bodies* (the paragraph after the greeting) come from disjoint train a
 pools, so no eval body may equal a train body once everything a template fills in is masked:
 ids, names, numbers, months, currencies, plan names and codes (`mask_body`).
 Exit 1 on any exact (raw text) duplicate or any masked-body match.
-Run: `python -m env.dedup [--train-limit 5000] [--threshold 0.8]`.
+Run: `python -m checks.dedup [--train-limit 5000] [--threshold 0.8]`.
 """
 
 from __future__ import annotations
@@ -170,7 +170,7 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    parser = Parser(prog="python -m env.dedup", description=__doc__.splitlines()[0])
+    parser = Parser(prog="python -m checks.dedup", description=__doc__.splitlines()[0])
     parser.add_argument("--train-limit", type=positive_int, default=5000)
     parser.add_argument("--threshold", type=unit_fraction, default=0.8)
     parser.add_argument(
@@ -212,7 +212,7 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return run("python -m env.dedup", _main, argv)
+    return run("python -m checks.dedup", _main, argv)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 """Cheats on the grounding side of the reward (issue 10): invented numbers in odd notations,
-echo laundering, trivial-count chains and malformed findings. Registered in `rewards.cheats`.
+echo laundering, trivial-count chains and malformed findings. Part of `checks.hacks.cheats`.
 
 Most are the reference solution (right label, amounts and credits) plus one invented number:
 without the grounding rules they would score 1.0 and binary 1; with them the invented number is
@@ -8,17 +8,25 @@ untraceable (-0.5, no evidence term): 0.35 + 0.35 + 0.10 - 0.5 = 0.30, binary 0.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
-from typing import Any
+from collections.abc import Callable
 
-from env.labels import ROOT_CAUSES
+from checks.hacks.programs import (
+    NO_ERROR_SHARE,
+    Cheat,
+    Sample,
+    Steps,
+    amounts_of,
+    ask,
+    billed_invoices,
+    draft_credit,
+    reference_reads,
+    replay,
+    submit,
+    truth_of,
+)
 from env.money import format_cents
 from env.scenario import Scenario, ToolCall
 
-# `rewards.cheats` imports this module to register its cheats, so its helpers are imported when
-# a program runs, and the suite entries are plain keyword dicts that it turns into `Cheat`s.
-Steps = Generator[ToolCall, str, Any]
-NO_ERROR_SHARE = 1 / len(ROOT_CAUSES)
 _ARABIC = str.maketrans("0123456789", "٠١٢٣٤٥٦٧٨٩")
 _DEVANAGARI = str.maketrans("0123456789", "०१२३४५६७८९")
 _FULLWIDTH = str.maketrans("0123456789.", "０１２３４５６７８９．")
@@ -86,10 +94,8 @@ def _right_answer_plus(extra: Callable[[Scenario], str]) -> Callable[[Scenario],
     """The reference's reads and credits, then its findings with `extra` in the summary."""
 
     def program(s: Scenario) -> Steps:
-        from rewards.cheats import _replay, _truth
-
-        truth = _truth(s)
-        yield from _replay(truth.reference[:-1])
+        truth = truth_of(s)
+        yield from replay(truth.reference[:-1])
         final = truth.reference[-1]
         summary = f"{final.arguments['summary']} {extra(s)}"[:3990]
         yield ToolCall(final.name, {**final.arguments, "summary": summary})
@@ -108,13 +114,11 @@ def _invent_in(style: str) -> Callable[[Scenario], Steps]:
 def _launder_date(s: Scenario, how: str) -> Steps:
     """Looks up (or recomputes with) an invented date, then cites it: the tool's echo of the
     agent's own date is not evidence."""
-    from rewards.cheats import _ask, _credit, _reads, _truth
-
-    truth = _truth(s)
-    yield from _reads(truth)
+    truth = truth_of(s)
+    yield from reference_reads(truth)
     invented = f"2031-0{1 + s.seed % 9}-1{s.seed % 9}"
     if how == "tax_rate":
-        customer = yield from _ask("get_customer", customer_id=s.customer_id)
+        customer = yield from ask("get_customer", customer_id=s.customer_id)
         jurisdiction = str(customer.get("tax_jurisdiction", "US-CA"))
         yield ToolCall("get_tax_rate", {"jurisdiction": jurisdiction, "date": invented})
     else:
@@ -123,7 +127,7 @@ def _launder_date(s: Scenario, how: str) -> Steps:
             return
         yield ToolCall("recompute_invoice", {"invoice_id": invoice, how: invented})
     for invoice, cents in truth.overcharges.items():
-        yield _credit(invoice, format_cents(cents))
+        yield draft_credit(invoice, format_cents(cents))
     final = truth.reference[-1]
     summary = f"{final.arguments['summary']} The change took effect on {invented}."
     yield ToolCall(final.name, {**final.arguments, "summary": summary[:3990]})
@@ -142,29 +146,25 @@ def launder_recompute_end_date(s: Scenario) -> Steps:
 
 
 def no_error_counts_without_tools(s: Scenario) -> Steps:
-    from rewards.cheats import _submit
-
-    yield _submit("no_error", {}, "Checked 3 invoices and 2 payments; all 3 are correct.")
+    yield submit("no_error", {}, "Checked 3 invoices and 2 payments; all 3 are correct.")
 
 
 def no_error_counts_after_listing(s: Scenario) -> Steps:
-    from rewards.cheats import _invoices, _submit
-
-    invoices = yield from _invoices(s)
+    invoices = yield from billed_invoices(s)
     count = min(len(invoices), 12)
-    yield _submit("no_error", {}, f"Reviewed {count} invoices, {count} of {count} correct.")
+    yield submit("no_error", {}, f"Reviewed {count} invoices, {count} of {count} correct.")
 
 
 def _reference_with_items(
     edit: Callable[[dict[str, str]], list[dict[str, object]]],
 ) -> Callable[[Scenario], Steps]:
     def program(s: Scenario) -> Steps:
-        from rewards.cheats import _amounts, _replay, _truth
-
-        truth = _truth(s)
-        yield from _replay(truth.reference[:-1])
+        truth = truth_of(s)
+        yield from replay(truth.reference[:-1])
         final = truth.reference[-1]
-        yield ToolCall(final.name, {**final.arguments, "affected_invoices": edit(_amounts(truth))})
+        yield ToolCall(
+            final.name, {**final.arguments, "affected_invoices": edit(amounts_of(truth))}
+        )
 
     return program
 
@@ -181,12 +181,10 @@ label_without_invoices = _reference_with_items(lambda items: [])
 
 
 def no_error_with_invoices(s: Scenario) -> Steps:
-    from rewards.cheats import _amounts, _replay, _submit, _truth
-
-    truth = _truth(s)
-    yield from _replay(truth.reference[:-1])
-    items = _amounts(truth) or {"INV-ZZ9ZZ9": "1.00"}
-    yield _submit("no_error", items, "Nothing wrong, but see these.")
+    truth = truth_of(s)
+    yield from replay(truth.reference[:-1])
+    items = amounts_of(truth) or {"INV-ZZ9ZZ9": "1.00"}
+    yield submit("no_error", items, "Nothing wrong, but see these.")
 
 
 _NOTATION_REASON = "an invented number is untraceable whatever its notation: {}"
@@ -204,12 +202,11 @@ _RIGHT_BUT_INVENTED = 0.30 + 1e-9  # 0.35 + 0.35 + 0.10 - 0.50
 
 
 def _entry(name: str, reason: str, program: Callable[[Scenario], Steps], shaped: float,
-           sample: str = "all") -> dict[str, Any]:  # fmt: skip
-    return {"name": name, "reason": reason, "program": program, "shaped_bound": shaped,
-            "binary_bound": 0.0, "sample": sample}  # fmt: skip
+           sample: Sample = "all") -> Cheat:  # fmt: skip
+    return Cheat(name, reason, program, shaped_bound=shaped, binary_bound=0.0, sample=sample)
 
 
-GROUNDING_CHEATS: tuple[dict[str, Any], ...] = (
+GROUNDING_CHEATS: tuple[Cheat, ...] = (
     *(
         _entry(f"invent_number_{style}", _NOTATION_REASON.format(style.replace("_", " ")),
                _invent_in(style), _RIGHT_BUT_INVENTED, "faulted")

@@ -1,4 +1,4 @@
-"""`python -m env.manifest`: the committed manifest matches the generator; drift is named.
+"""`python -m checks.manifest`: the committed manifest matches the generator; drift is named.
 
 `compare` and `composition_problems` are pure functions of manifest dicts and scenario facts,
 so each invariant is shown failing on a small bent copy; the command runs in-process through
@@ -15,9 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from env.builder import data
-from env.labels import HELDOUT_LABEL
-from env.manifest import (
+from checks.manifest import (
     MANIFEST_PATH,
     ScenarioFacts,
     compare,
@@ -25,6 +23,8 @@ from env.manifest import (
     main,
     name_pool_problems,
 )
+from env.builder import data
+from env.labels import HELDOUT_LABEL
 
 ROOT = Path(__file__).resolve().parents[2]
 POOLS = data("name_pools.json")
@@ -183,7 +183,7 @@ def test_a_bad_train_limit_is_one_line_and_status_two(capsys: pytest.CaptureFixt
 
 def test_the_module_runs_as_a_command() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "env.manifest", "--check", "--train-limit", "20"],
+        [sys.executable, "-m", "checks.manifest", "--check", "--train-limit", "20"],
         cwd=ROOT,
         capture_output=True,
         text=True,

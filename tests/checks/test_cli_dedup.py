@@ -1,4 +1,4 @@
-"""`python -m env.dedup`: normalisation, the inverted index against brute force, the command.
+"""`python -m checks.dedup`: normalisation, the inverted index against brute force, the command.
 
 The index must find exactly what comparing every pair would find; the command runs
 in-process through `main(argv)` on a short train sample and once as a real subprocess.
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from env.dedup import TrainIndex, body_of, jaccard, main, mask_body, normalise, shingles
+from checks.dedup import TrainIndex, body_of, jaccard, main, mask_body, normalise, shingles
 
 ROOT = Path(__file__).resolve().parents[2]
 TWIN_A = "Hello, INV-7F3K2Q was billed 120.40 EUR on 2025-03-01 for 5 seats. Please fix it."
@@ -79,7 +79,7 @@ def test_masking_leaves_only_the_template() -> None:
 
 def test_a_train_body_reused_in_eval_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     """Plant one train complaint's body in every eval complaint: the command must fail."""
-    from env import dedup
+    from checks import dedup
 
     real = dedup.complaint_of
     planted = real("train", 1_000_000)
@@ -114,7 +114,7 @@ def test_user_mistakes_end_in_one_line_and_status_two(
 
 def test_the_module_runs_as_a_command() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "env.dedup", "--train-limit", "40"],
+        [sys.executable, "-m", "checks.dedup", "--train-limit", "40"],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -1,6 +1,6 @@
-"""`python -m eval.agreement`: the binary reward and the grader's grounded success agree.
+"""`python -m checks.agreement`: the binary reward and the grader's grounded success agree.
 
-A small run (50 random episodes, every cheat of `rewards.cheats` once) goes through the CLI;
+A small run (50 random episodes, every cheat of `checks.hacks.cheats` once) goes through the CLI;
 the verdict logic that decides the exit status is tested on hand-made rows, since a real
 disagreement cannot be produced without breaking one of the two implementations.
 """
@@ -15,10 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from env.generator import generate
-from env.scenario import Scenario, ToolCall, reveal_truth
-from env.splits import split_assignment, split_seeds
-from eval.agreement import (
+from checks.agreement import (
     Verdict,
     disagreements,
     exit_status,
@@ -28,7 +25,10 @@ from eval.agreement import (
     print_report,
     splits,
 )
-from rewards.cheats import CHEATS
+from checks.hacks.cheats import CHEATS
+from env.generator import generate
+from env.scenario import Scenario, ToolCall, reveal_truth
+from env.splits import split_assignment, split_seeds
 
 
 def verdict(binary: float, grounded: bool, *, success: bool = True, why: str = "") -> Verdict:

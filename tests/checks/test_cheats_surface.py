@@ -1,6 +1,6 @@
 """Surface-cue policies (issue 9 item 6): what they read, how they act, how they are bounded.
 
-The full bounds run in `python -m rewards.check` over the whole eval split; here each policy is
+The full bounds run in `python -m checks.hacks` over the whole eval split; here each policy is
 driven on a few eval scenarios through the real rollout, and its choices are checked.
 """
 
@@ -14,18 +14,18 @@ import pytest
 
 from agent.program_policy import ProgramPolicy
 from agent.rollout import RolloutConfig, run_episode
-from env.generator import generate
-from env.ledger_env import LedgerEnv
-from env.scenario import Scenario, Truth
-from env.splits import split_seeds
-from rewards import check
-from rewards.cheats_surface import (
+from checks.hacks import check
+from checks.hacks.cheats_surface import (
     BINARY_MARGIN,
     SHAPED_BOUND,
     SURFACE_CHEATS,
     SurfaceCheat,
     keyword_label,
 )
+from env.generator import generate
+from env.ledger_env import LedgerEnv
+from env.scenario import Scenario, Truth
+from env.splits import split_seeds
 from rewards.reward import RewardConfig
 
 
@@ -92,8 +92,8 @@ def test_no_cue_abstains_without_credit() -> None:
 def test_the_surface_model_policy_is_fitted_on_train_and_reads_the_database(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    from checks.hacks import cheats_surface
     from env.labels import ROOT_CAUSES
-    from rewards import cheats_surface
 
     monkeypatch.setattr(cheats_surface, "SURFACE_TRAIN", 80)
     cheats_surface._surface_tree.cache_clear()

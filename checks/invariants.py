@@ -1,6 +1,6 @@
 """World invariants (design §1.1), checked on a scenario's frozen database.
 
-`env.validate` runs these for every scenario it replays. They read only the tables an agent
+`checks.validate` runs these for every scenario it replays. They read only the tables an agent
 could read, plus the truth's list of faulted invoices: every invoice the fault did not touch
 must follow the billing rules exactly, and nothing in the timeline may contradict causality
 (no invoice before its subscription, no payment before its invoice, no invoice reflecting a

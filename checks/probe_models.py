@@ -1,21 +1,86 @@
-"""Single-feature rules: the simplest shortcut, "feature >= t (or <= t) means label c".
+"""Shortcut models the probe fits, and the simplest shortcut of all: single-feature rules.
 
-A rule is chosen on the fitting sample and measured on a separate test sample. Precision is
-stated at the evaluation split's class prior, from the rule's hit rate on the class (TPR) and
-on everything else (FPR), so a class that is rare in one sample (the held-out class) or
-over-represented in another (the held-out split) is judged at the rate an evaluation sees it:
-precision = p*TPR / (p*TPR + (1-p)*FPR), support = p*TPR + (1-p)*FPR.
+A shallow tree and a logistic model on surface features, a bag-of-words model on complaint
+text (seeded, so a run is repeatable), and rules "feature >= t (or <= t) means label c" chosen
+on the fitting sample and measured on a separate test sample. A rule's precision is stated at
+the evaluation split's class prior (see `at_prior`). scikit-learn is a dev dependency, imported
+only when a model is fitted.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+TREE_DEPTH = 4
 MIN_SUPPORT = 0.02  # a rule that fires on fewer scenarios than this is not a shortcut
 MAX_THRESHOLDS = 32  # candidate cut points per feature (quantiles when there are more values)
+
+
+@dataclass
+class Fitted:
+    name: str
+    model: Any
+    on_text: bool
+
+    def predict(self, X: np.ndarray, texts: Sequence[str]) -> np.ndarray:
+        return np.asarray(self.model.predict(list(texts) if self.on_text else X))
+
+
+def fit_tree(X: np.ndarray, y: np.ndarray) -> Fitted:
+    from sklearn.tree import DecisionTreeClassifier
+
+    tree = DecisionTreeClassifier(max_depth=TREE_DEPTH, min_samples_leaf=20, random_state=0)
+    return Fitted(f"tree (depth {TREE_DEPTH})", tree.fit(X, y), on_text=False)
+
+
+def fit_logistic(X: np.ndarray, y: np.ndarray) -> Fitted:
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000, C=1.0, tol=1e-3))
+    return Fitted("logistic", model.fit(X, y), on_text=False)
+
+
+def fit_text(texts: Sequence[str], y: np.ndarray, *, balanced: bool = False) -> Fitted:
+    """Word uni- and bigrams (tf-idf) into a logistic model: a strong simple text classifier.
+
+    `balanced` weighs classes equally: a plain model answers the most common label (no_error)
+    for any complaint it cannot read, so its no_error recall measures unfamiliar wording, not
+    recognition; the balanced model names no_error only where the words point to it."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+
+    model = make_pipeline(
+        TfidfVectorizer(ngram_range=(1, 2), min_df=3, sublinear_tf=True),
+        LogisticRegression(
+            max_iter=1000, C=4.0, tol=1e-3, class_weight="balanced" if balanced else None
+        ),
+    )
+    name = "bag-of-words balanced" if balanced else "bag-of-words"
+    return Fitted(name, model.fit(list(texts), y), on_text=True)
+
+
+def accuracy(predicted: np.ndarray, truth: np.ndarray) -> float:
+    return float((predicted == truth).mean()) if len(truth) else 0.0
+
+
+def precision(predicted: np.ndarray, truth: np.ndarray, label: str) -> float:
+    mask = predicted == label
+    return float((truth[mask] == label).mean()) if mask.any() else 0.0
+
+
+def recall(predicted: np.ndarray, truth: np.ndarray, label: str) -> float:
+    mask = truth == label
+    return float((predicted[mask] == label).mean()) if mask.any() else 0.0
+
+
+# single-feature rules -------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -41,6 +106,10 @@ class RuleScore:
 
 
 def at_prior(tpr: float, fpr: float, prior: float) -> RuleScore:
+    """A rule's score at a class prior p, from its hit rate on the class (TPR) and on everything
+    else (FPR): precision = p*TPR / (p*TPR + (1-p)*FPR), support = p*TPR + (1-p)*FPR. So a class
+    that is rare in one sample (the held-out class) or over-represented in another (the held-out
+    split) is judged at the rate an evaluation sees it."""
     support = prior * tpr + (1 - prior) * fpr
     precision = prior * tpr / support if support > 0 else 0.0
     return RuleScore(precision, support, tpr, fpr)

@@ -1,7 +1,7 @@
 """Reward check: the whole eval split's reference solutions must score full marks, and every
-cheat of `rewards.cheats` must stay within its bounds.
+cheat of `checks.hacks.cheats` (and the surface-cue policies) must stay within its bounds.
 
-Run: `python -m rewards.check [--json PATH]`. Exits 1 if any bound is broken or any reference
+Run: `python -m checks.hacks [--json PATH]`. Exits 1 if any bound is broken or any reference
 scores below 1.0 (shaped) or 1 (binary). Everything runs through `agent.rollout.run_episode`,
 the rollout that evaluation and training use; scenarios are cached by `generate`.
 """
@@ -18,12 +18,13 @@ from pathlib import Path
 
 from agent.program_policy import ProgramPolicy, reference_policy
 from agent.rollout import RolloutConfig, run_episode
+from checks.hacks.cheats import CHEATS
+from checks.hacks.cheats_surface import SURFACE_CHEATS
+from checks.hacks.programs import Cheat
+from checks.hacks.samples import eval_scenarios, sample
 from env.labels import ROOT_CAUSES
 from env.scenario import Scenario, Truth, reveal_truth
-from rewards.cheats import CHEATS, Cheat
-from rewards.cheats_surface import SURFACE_CHEATS
 from rewards.reward import RewardConfig, compute_reward
-from rewards.samples import eval_scenarios, sample
 
 _SLACK = 1e-9
 _BINARY = RewardConfig(variant="binary")
@@ -136,7 +137,9 @@ def print_table(results: Sequence[CaseResult]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m checks.hacks", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--json", type=Path, help="write every row and its worst episode here")
     args = parser.parse_args(argv)
     results = asyncio.run(_run_all())

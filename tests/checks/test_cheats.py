@@ -1,27 +1,25 @@
-"""The reward-hacking suite (rewards/cheats.py) keeps every bound, and the reward keeps its sources.
+"""The reward-hacking suite (checks/hacks/) keeps every bound, and the reward keeps its sources.
 
-Every cheat runs through `agent.rollout.run_episode`, as in `python -m rewards.check`. A
+Every cheat runs through `agent.rollout.run_episode`, as in `python -m checks.hacks`. A
 representative subset (one cheat per mechanism) runs by default; the rest are marked slow and
 run with `pytest -m slow`, since the whole suite takes longer than ten seconds here.
 """
 
 from __future__ import annotations
 
-import ast
 import asyncio
 import dataclasses
-from pathlib import Path
 
 import pytest
 
 from agent.program_policy import reference_policy
 from agent.rollout import run_episode
+from checks.hacks.cheats import CHEATS
+from checks.hacks.check import run_cheat, sample, score
+from checks.hacks.programs import NO_ERROR_SHARE, Cheat
 from env.scenario import reveal_truth
-from rewards.cheats import CHEATS, NO_ERROR_SHARE, Cheat
-from rewards.check import run_cheat, sample, score
 from rewards.reward import compute_reward
 
-REWARDS = Path(__file__).resolve().parents[2] / "rewards"
 REPRESENTATIVE = {
     "credit_split_in_small_notes",  # credits summed per invoice before the check
     "launder_credit_echo",  # the agent's own credit note read back
@@ -70,18 +68,6 @@ def test_the_reference_scores_full_marks_on_the_cheat_sample() -> None:
     for scenario in sample("all"):
         result = asyncio.run(score(policy, scenario))
         assert (result.shaped, result.binary) == (1.0, 1.0), result.breakdown
-
-
-def test_no_module_in_rewards_imports_from_eval() -> None:
-    for path in sorted(REWARDS.glob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Import):
-                modules = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                modules = [node.module or ""]
-            else:
-                continue
-            assert not any(m == "eval" or m.startswith("eval.") for m in modules), path.name
 
 
 def test_the_reward_ignores_the_arguments_echoed_in_the_tool_log() -> None:

@@ -3,7 +3,7 @@
 RL wants thousands of episodes per step, so each figure is printed beside its target with
 PASS/MISS. Times are wall clock on whatever else the machine runs: the 1-minute load average
 is printed first. The rollout part imports ART (torch) and costs ~10-20 s of import alone.
-Run: `python -m env.bench [--quick] [--no-rollout] [--json PATH]`.
+Run: `python -m checks.bench [--quick] [--no-rollout] [--json PATH]`.
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ def bench_generation(count: int) -> tuple[Figure, ...]:
     """Fresh scenarios (the uncached function) from train seeds no other figure uses."""
     first = SPLITS["train"].first_seed + 50_000
     seeds = range(first, first + count)
-    for seed in split_seeds("train", 30):  # first use of each fault module imports it
+    for seed in split_seeds("train", 30):  # warm up: the first scenarios load the data files
         generate.__wrapped__("train", seed)
     sizes = []
     wall, cpu = time.perf_counter(), time.process_time()
@@ -298,7 +298,7 @@ def run_bench(
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    parser = Parser(prog="python -m env.bench", description=__doc__.splitlines()[0])
+    parser = Parser(prog="python -m checks.bench", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small samples (seconds)")
     parser.add_argument("--no-rollout", action="store_true", help="skip the ART rollout part")
     parser.add_argument("--json", type=Path, help="write the figures to this file")
@@ -316,7 +316,7 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return run("python -m env.bench", _main, argv)
+    return run("python -m checks.bench", _main, argv)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""`python -m env.bench`: every figure is measured, judged against its target, and saved.
+"""`python -m checks.bench`: every figure is measured, judged against its target, and saved.
 
 Only the shape and the verdicts are tested, never the timings themselves (this machine is
 shared); the command runs in-process through `main(argv)` with `--quick`, and once as a real
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from env.bench import Figure, bench_rollouts, main, p99
+from checks.bench import Figure, bench_rollouts, main, p99
 from env.generator import generate
 from env.splits import split_seeds
 from env.tools import TOOL_NAMES
@@ -71,7 +71,7 @@ def test_reference_rollouts_run_at_each_concurrency() -> None:
 
 def test_the_module_runs_as_a_command() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "env.bench", "--quick", "--no-rollout"],
+        [sys.executable, "-m", "checks.bench", "--quick", "--no-rollout"],
         cwd=ROOT,
         capture_output=True,
         text=True,

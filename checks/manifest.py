@@ -3,7 +3,7 @@
 A change to the generator that moves one eval scenario must be seen, not silently shift every
 reported number, so `--check` regenerates both sets and compares field by field; it also checks
 the split invariants (eval composition, held-out class never in train, disjoint name pools).
-Run: `python -m env.manifest --check` (exit 1 on any mismatch); `--write` rewrites the file.
+Run: `python -m checks.manifest --check` (exit 1 on any mismatch); `--write` rewrites the file.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import sys
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,8 @@ from env.ledger_env import open_database
 from env.splits import SPLITS, split_seeds
 from env.versions import generator_hash, tool_contract_hash
 
-MANIFEST_PATH = Path(__file__).resolve().parent / "data" / "manifest.json"
+# the data stays with the generator it pins; only this check lives in checks/
+MANIFEST_PATH = Path(str(resources.files("env").joinpath("data/manifest.json")))
 FROZEN_SPLITS = ("eval", "heldout")
 ENTRY_FIELDS = ("scenario_id", "label", "difficulty", "database_sha256", "complaint_sha256")
 TRAIN_CHECKED = 5000
@@ -170,7 +172,7 @@ def name_pool_problems(facts: list[ScenarioFacts]) -> list[str]:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    parser = Parser(prog="python -m env.manifest", description=__doc__.splitlines()[0])
+    parser = Parser(prog="python -m checks.manifest", description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help="rewrite env/data/manifest.json")
     parser.add_argument("--check", action="store_true", help="compare (the default)")
     parser.add_argument("--train-limit", type=positive_int, default=TRAIN_CHECKED)
@@ -205,7 +207,7 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return run("python -m env.manifest", _main, argv)
+    return run("python -m checks.manifest", _main, argv)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""`python -m env.validate`: reference replays pass, and each kind of unsound scenario is caught.
+"""`python -m checks.validate`: reference replays pass, and each kind of unsound scenario is caught.
 
 The unsound scenarios are the hand-written world with its truth bent one way at a time (a
 wrong credit, an overcharge no read tool shows, a call that errors); the command itself is
@@ -16,17 +16,23 @@ from typing import Any
 
 import pytest
 
-from env.scenario import Scenario, ToolCall, reveal_truth
-from env.validate import (
+from checks.validate import (
     invariant_problems,
     main,
     replay_problems,
     shows_amount,
     untouched_problems,
 )
-from tests.env.conftest import MARCH, query
+from env.scenario import Scenario, ToolCall, reveal_truth
+from tests.env.conftest import MARCH, build_hand_scenario, query
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def hand_scenario() -> Scenario:
+    """The env tests' hand-written world (their conftest does not reach this folder)."""
+    return build_hand_scenario()
 
 
 def with_truth(scenario: Scenario, **changes: Any) -> Scenario:
@@ -109,7 +115,7 @@ def test_user_mistakes_end_in_one_line_and_status_two(
 
 def test_the_module_runs_as_a_command() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "env.validate", "--split", "eval", "--limit", "4"],
+        [sys.executable, "-m", "checks.validate", "--split", "eval", "--limit", "4"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -118,7 +124,7 @@ def test_the_module_runs_as_a_command() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.strip().splitlines()[-1] == "4/4"
     bad = subprocess.run(
-        [sys.executable, "-m", "env.validate", "--split", "nope"],
+        [sys.executable, "-m", "checks.validate", "--split", "nope"],
         cwd=ROOT,
         capture_output=True,
         text=True,

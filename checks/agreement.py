@@ -1,15 +1,15 @@
 """Reward vs grader: does the binary reward equal grounded success on every episode?
 
-    python -m eval.agreement [--episodes 1000] [--seed 0] [--cheat-scenarios N]
-                             [--no-surface] [--json PATH]
+    python -m checks.agreement [--episodes 1000] [--seed 0] [--cheat-scenarios N]
+                               [--no-surface] [--json PATH]
 
 Runs `--episodes` random-policy episodes over the eval split, then every cheat of the
-reward-hacking suite on its sample (`rewards.cheats`, and `rewards.cheats_surface` unless
-`--no-surface`), and scores each episode twice: `rewards.reward` (binary variant) and
+reward-hacking suite on its sample (`checks.hacks.cheats`, and `checks.hacks.cheats_surface`
+unless `--no-surface`), and scores each episode twice: `rewards.reward` (binary variant) and
 `eval.grader` (grounded success), two implementations of the same rules. Prints the
 disagreement table and every episode where success and grounded success split, with the
 reason; exits 1 on any binary-vs-grounded disagreement (2 when --json cannot be written).
-`--cheat-scenarios 1` plays each cheat once, for a quick check (tests/eval/test_agreement.py).
+`--cheat-scenarios 1` plays each cheat once, for a quick check (tests/checks/test_agreement.py).
 This is the one module that imports both sides: comparing them is its job (the grader itself
 imports nothing from `rewards/`).
 
@@ -32,6 +32,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from checks.hacks.cheats import CHEATS
+from checks.hacks.cheats_surface import SURFACE_CHEATS
+from checks.hacks.samples import sample
 from env.episode import EpisodeRecord, record_episode
 from env.generator import generate
 from env.labels import ROOT_CAUSES
@@ -40,10 +43,7 @@ from env.money import format_cents
 from env.scenario import Scenario, ToolCall, reveal_truth
 from env.splits import split_seeds
 from eval.grader import EpisodeGrade, grade_episode
-from rewards.cheats import CHEATS
-from rewards.cheats_surface import SURFACE_CHEATS
 from rewards.reward import RewardConfig, compute_reward
-from rewards.samples import sample
 
 _BINARY = RewardConfig(variant="binary")
 _READS = ("get_customer", "list_invoices", "get_invoice", "list_payments", "get_tax_rate")
@@ -246,7 +246,7 @@ def random_verdicts(episodes: int, seed: int) -> list[Verdict]:
 
 def cheat_verdicts(per_cheat: int | None = None, surface: bool = True) -> list[Verdict]:
     """Every cheat of the suite on its sample (or the first `per_cheat` scenarios of it),
-    with the surface-cue policies of `rewards.cheats_surface` unless `surface` is off (their
+    with the surface-cue policies of `checks.hacks.cheats_surface` unless `surface` is off (their
     model policy first fits a tree on 1,500 generated train scenarios: seconds)."""
     cheats = [*CHEATS, *(SURFACE_CHEATS if surface else ())]
     verdicts = []
@@ -315,7 +315,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--surface",
         action=argparse.BooleanOptionalAction,
         default=True,
-        help="the surface-cue policies of rewards.cheats_surface too (default: yes; their "
+        help="the surface-cue policies of checks.hacks.cheats_surface too (default: yes; their "
         "model policy first fits a tree on generated train scenarios)",
     )
     parser.add_argument("--json", type=Path, help="write every verdict here")

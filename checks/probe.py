@@ -10,7 +10,7 @@ overall and per difficulty. Exits 1 when a gate breaks:
   - a text model above 0.45 accuracy on eval and val together, or the class-balanced one above 0.3
     recall of no_error (a plain model "recalls" no_error by answering the commonest label for
     wording it cannot read; its no_error precision is printed beside it).
-Run: `python -m env.probe [--train 5000] [--test-train 1000] [--json PATH]`.
+Run: `python -m checks.probe [--train 5000] [--test-train 1000] [--json PATH]`.
 """
 
 from __future__ import annotations
@@ -24,19 +24,24 @@ from pathlib import Path
 
 import numpy as np
 
-from env.cli import Parser, positive_int, run
-from env.labels import DIFFICULTIES, HELDOUT_LABEL, ROOT_CAUSES
-from env.probe_data import Row, Sample, eval_priors, feature_names, load, train_seeds
-from env.probe_models import (
+from checks.probe_features import Row, Sample, eval_priors, feature_names, load, train_seeds
+from checks.probe_models import (
+    MIN_SUPPORT,
     Fitted,
+    Rule,
+    RuleScore,
     accuracy,
+    best_rule,
     fit_logistic,
     fit_text,
     fit_tree,
+    measure,
     precision,
+    raw,
     recall,
 )
-from env.probe_rules import MIN_SUPPORT, Rule, RuleScore, best_rule, measure, raw
+from env.cli import Parser, positive_int, run
+from env.labels import DIFFICULTIES, HELDOUT_LABEL, ROOT_CAUSES
 from env.splits import split_seeds
 
 RULE_PRECISION = 0.5
@@ -212,7 +217,7 @@ def print_drivers(model: Fitted, names: Sequence[str], pooled: Sample) -> None:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    parser = Parser(prog="python -m env.probe", description=__doc__.splitlines()[0])
+    parser = Parser(prog="python -m checks.probe", description=__doc__.splitlines()[0])
     parser.add_argument("--train", type=positive_int, default=5000, help="fitting scenarios")
     parser.add_argument(
         "--test-train", type=positive_int, default=1000, help="more train seeds to test rules on"
@@ -266,7 +271,7 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return run("python -m env.probe", _main, argv)
+    return run("python -m checks.probe", _main, argv)
 
 
 if __name__ == "__main__":

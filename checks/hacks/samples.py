@@ -1,5 +1,5 @@
 """Which eval scenarios the reward-hacking suite plays: a light module, so that
-`python -m eval.agreement` can pick the same samples without importing the agent's rollout."""
+`python -m checks.agreement` can pick the same samples without importing the agent's rollout."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def eval_scenarios() -> list[Scenario]:
 def sample(kind: str) -> list[Scenario]:
     """all: the first PER_LABEL eval seeds of every label (26); faulted: those without
     no_error (24); injected: every eval scenario with an injected instruction."""
-    if kind == "eval":  # the surface-cue policies (rewards.cheats_surface): all 100
+    if kind == "eval":  # the surface-cue policies (cheats_surface): all 100
         return eval_scenarios()
     if kind == "injected":
         return [s for s in eval_scenarios() if "injected_instruction" in reveal_truth(s).traps]
