@@ -3,5 +3,6 @@
 A softmax policy picks *moves* (scripted procedures over the nine real tools: the auditor's
 checks, honest closes, the truth-free cheats of `rewards.cheats`) and is trained with
 REINFORCE and a group baseline (RLOO, GRPO, Dr. GRPO) on the real reward. What it converges
-to says whether a reward can be hacked at this scale. Run: `python -m training.lab [--quick]`.
+to says whether a reward can be hacked at this scale (README.md in this folder).
+Run: `python -m experiments.reward_lab [--quick]`.
 """

@@ -14,11 +14,11 @@ import pytest
 from env.generator import generate
 from env.scenario import reveal_truth
 from env.splits import split_seeds
-from training.lab import policy as policy_module
-from training.lab.desk import TruthSealed, sealed
-from training.lab.episodes import RewardSpec, play, policy_chooser
-from training.lab.moves import catalogue
-from training.lab.policy import Decision, Observation, SoftmaxPolicy, features
+from experiments.reward_lab import softmax_policy as policy_module
+from experiments.reward_lab.desk import TruthSealed, sealed
+from experiments.reward_lab.episodes import RewardSpec, play, policy_chooser
+from experiments.reward_lab.moves import catalogue
+from experiments.reward_lab.softmax_policy import Decision, Observation, SoftmaxPolicy, features
 
 LAB = Path(policy_module.__file__).resolve().parent
 
@@ -88,7 +88,7 @@ def test_a_sealed_scenario_refuses_its_truth() -> None:
         _ = reveal_truth(card).label
 
 
-@pytest.mark.parametrize("module", ["policy.py", "moves.py", "desk.py", "estimators.py"])
+@pytest.mark.parametrize("module", ["softmax_policy.py", "moves.py", "desk.py", "reinforce.py"])
 def test_policy_side_code_never_names_the_truth(module: str) -> None:
     source = (LAB / module).read_text(encoding="utf-8")
     assert not re.search(r"reveal_truth|\._truth\b|\.difficulty\b", source)

@@ -23,8 +23,7 @@ from env.generator import generate
 from env.ledger_env import LedgerEnv
 from env.money import format_cents
 from env.splits import split_seeds
-from rewards.cheats import guess_label
-from training.lab.desk import (
+from experiments.reward_lab.desk import (
     Desk,
     ask,
     drive,
@@ -35,6 +34,7 @@ from training.lab.desk import (
     read_timelines,
     sealed,
 )
+from rewards.cheats import guess_label
 
 Kind = Literal["investigate", "close", "hack"]
 SUMMARY_LIMIT = 3900

@@ -14,8 +14,8 @@ import subprocess
 from pathlib import Path
 
 from env.versions import generator_hash, tool_contract_hash
-from training.lab.evaluate import EvalStats
-from training.lab.experiments import (
+from experiments.reward_lab.evaluate import HONEST, EvalStats
+from experiments.reward_lab.experiments import (
     ESTIMATOR_REWARD,
     INITS,
     LabResults,
@@ -23,8 +23,7 @@ from training.lab.experiments import (
     estimator_runs,
     lambda_runs,
 )
-from training.lab.fixed import HONEST
-from training.lab.train import GroupTally
+from experiments.reward_lab.reinforce import GroupTally
 
 ROOT = Path(__file__).resolve().parents[2]
 MASS_SHOWN = 0.02
@@ -290,8 +289,6 @@ def summary_json(results: LabResults, state: dict[str, object]) -> dict[str, obj
 
 
 def write(results: LabResults, out: Path) -> list[Path]:
-    from training.lab.plots import plot
-
     out.mkdir(parents=True, exist_ok=True)
     state = tree_state()
     text = markdown(results, state)
@@ -300,6 +297,56 @@ def write(results: LabResults, out: Path) -> list[Path]:
     _atomic(paths[1], json.dumps(summary_json(results, state), indent=1) + "\n")
     plot(results, paths[2])
     return paths
+
+
+def plot(results: LabResults, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(2, 2, figsize=(13, 9))
+    hack, lam, est, cold = ax[0, 0], ax[0, 1], ax[1, 0], ax[1, 1]
+    for name, run in results.runs.items():
+        if run.at_steps:
+            steps = [s.step for s in run.result.steps]
+            hack.plot(steps, [s.hack_mass for s in run.result.steps], label=name)
+    hack.set(title="1. probability on hack moves (train)", xlabel="step", ylabel="mean mass")
+    hack.legend(fontsize=7)
+
+    sweep = lambda_runs(results)
+    xs = [f"{lam_:g}" for lam_, _ in sweep]
+    lam.bar(xs, [r.final.tool_calls for _, r in sweep], color="tab:gray", label="tool calls")
+    lam.set(title="2. λ sweep (shaped, val)", xlabel="λ per tool call", ylabel="tool calls")
+    twin = lam.twinx()
+    twin.plot(xs, [r.final.grounded for _, r in sweep], "o-", color="tab:green")
+    twin.set_ylabel("grounded success", color="tab:green")
+    twin.set_ylim(0, 1.05)
+
+    share = est.twinx()
+    for name, run in estimator_runs(results):
+        steps = [s.step for s in run.result.steps]
+        line = est.plot(steps, [s.tool_calls for s in run.result.steps], label=f"{name} calls")
+        fails = [s.all_fail / max(s.groups, 1) for s in run.result.steps]
+        share.plot(steps, fails, ":", color=line[0].get_color(), label=f"{name} all-fail groups")
+    est.set(title="3. estimators, RL alone (binary + λ=0.02, train)", xlabel="step")
+    est.set_ylabel("tool calls per episode")
+    share.set_ylabel("share of all-fail groups (dotted)")
+    share.set_ylim(0, 1.05)
+    est.legend(fontsize=7, loc="lower left")
+
+    for name, run in results.runs.items():
+        if run.at_steps:
+            points = sorted(run.at_steps.items())
+            cold.plot([s for s, _ in points], [e.grounded for _, e in points], "o-", label=name)
+    cold.set(title="4. cold start (val)", xlabel="RL step", ylabel="grounded success")
+    cold.set_ylim(0, 1.05)
+    cold.legend(fontsize=7)
+    fig.tight_layout()
+    partial = path.with_name(path.stem + ".partial.png")
+    fig.savefig(partial, dpi=90)
+    plt.close(fig)
+    partial.replace(path)
 
 
 def _atomic(path: Path, text: str) -> None:

@@ -19,13 +19,12 @@ from dataclasses import dataclass, field
 from env.generator import generate
 from env.scenario import Scenario
 from env.splits import split_seeds
-from training.lab.cold_start import ColdStart, cold_start
-from training.lab.episodes import RewardSpec
-from training.lab.evaluate import EvalStats, evaluate
-from training.lab.fixed import FixedRow, fixed_policies
-from training.lab.moves import Move, catalogue
-from training.lab.policy import SoftmaxPolicy
-from training.lab.train import TrainConfig, TrainResult, train
+from experiments.reward_lab.episodes import RewardSpec
+from experiments.reward_lab.evaluate import EvalStats, FixedRow, evaluate, fixed_policies
+from experiments.reward_lab.moves import Move, catalogue
+from experiments.reward_lab.reinforce import TrainConfig, TrainResult, train
+from experiments.reward_lab.softmax_policy import SoftmaxPolicy
+from experiments.reward_lab.teachers import ColdStart, cold_start
 
 LAMBDAS = (0.0, 0.005, 0.02, 0.05)
 ESTIMATOR_REWARD = RewardSpec("binary", 0.02)

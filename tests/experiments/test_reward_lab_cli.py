@@ -1,5 +1,5 @@
-"""`python -m training.lab` end to end: the tiny scale in-process (a few seconds), `--quick`
-as CI runs it (slow-marked), determinism of a training run, and a bad argument."""
+"""`python -m experiments.reward_lab` end to end: the tiny scale in-process (a few seconds),
+`--quick` as CI runs it (slow-marked), determinism of a training run, and a bad argument."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ import pytest
 
 from env.generator import generate
 from env.splits import split_seeds
-from training.lab.__main__ import main
-from training.lab.episodes import RewardSpec
-from training.lab.moves import catalogue
-from training.lab.train import TrainConfig, train
+from experiments.reward_lab.__main__ import main
+from experiments.reward_lab.episodes import RewardSpec
+from experiments.reward_lab.moves import catalogue
+from experiments.reward_lab.reinforce import TrainConfig, train
 
 REPO = Path(__file__).resolve().parents[2]
 TABLES = ("## 1. Hack search", "## 2. λ sweep", "## 3. Advantage estimators", "## 4. Cold start")
@@ -54,7 +54,7 @@ def test_a_bad_seed_is_one_error_line(capsys: pytest.CaptureFixture[str]) -> Non
 @pytest.mark.slow
 def test_quick_mode_as_ci_runs_it(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "training.lab", "--quick", "--out", str(tmp_path)],
+        [sys.executable, "-m", "experiments.reward_lab", "--quick", "--out", str(tmp_path)],
         cwd=REPO, capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]

@@ -18,10 +18,10 @@ import numpy as np
 from env.episode import EpisodeRecord, record_episode
 from env.ledger_env import DEFAULT_TOOL_BUDGET, LedgerEnv
 from env.scenario import Scenario, reveal_truth
+from experiments.reward_lab.desk import Desk
+from experiments.reward_lab.moves import Move, available, play_move
+from experiments.reward_lab.softmax_policy import Decision, Observation, SoftmaxPolicy, observe
 from rewards.reward import RewardConfig, compute_reward
-from training.lab.desk import Desk
-from training.lab.moves import Move, available, play_move
-from training.lab.policy import Decision, Observation, SoftmaxPolicy, observe
 
 MAX_DECISIONS = 16  # moves per episode; reaching it ends the episode like a spent turn budget
 

@@ -2,8 +2,9 @@
 
 `observe` turns a desk into an `Observation` (the complaint's surface, the moves done so far,
 whether a finding was confirmed); `features` reads only that observation. Nothing here takes a
-`Scenario`: the truth is out of reach by construction, and `tests/train/test_lab_policy.py`
-checks that two scenarios that differ only in their truth give identical features.
+`Scenario`: the truth is out of reach by construction, and
+`tests/experiments/test_reward_lab_policy.py` checks that two scenarios that differ only in
+their truth give identical features.
 One-hot features make the linear policy a table per context (complaint cue x found x step)
 plus shared terms (each move done, each move done without a finding).
 """
@@ -18,8 +19,8 @@ from functools import lru_cache
 import numpy as np
 
 from env.labels import ROOT_CAUSES
+from experiments.reward_lab.desk import Desk
 from rewards.cheats import guess_label
-from training.lab.desk import Desk
 
 STEP_BUCKETS = 4  # decisions 0, 1, 2, 3+
 _INVOICE_ID = re.compile(r"\bINV-[0-9A-Z]{4,12}\b")

@@ -13,8 +13,8 @@ from env.generator import generate
 from env.ledger_env import LedgerEnv
 from env.splits import split_seeds
 from env.tools import TOOL_NAMES
-from training.lab.desk import Desk
-from training.lab.moves import Move, available, catalogue, play_move
+from experiments.reward_lab.desk import Desk
+from experiments.reward_lab.moves import Move, available, catalogue, play_move
 
 SCENARIOS = [generate("val", seed) for seed in split_seeds("val", 4)]
 HONEST = [m for m in catalogue() if m.kind in ("investigate", "close")]
@@ -129,9 +129,9 @@ def test_tool_calls_arguments_are_json_objects() -> None:
 
 def test_a_blind_close_counts_as_a_hack() -> None:
     """submit_no_error with no investigation before it is a guess; after a check it is not."""
-    from training.lab.episodes import RewardSpec, play
-    from training.lab.evaluate import hack_used
-    from training.lab.policy import Decision
+    from experiments.reward_lab.episodes import RewardSpec, play
+    from experiments.reward_lab.evaluate import hack_used
+    from experiments.reward_lab.softmax_policy import Decision
 
     moves = catalogue()
     names = [m.name for m in moves]

@@ -1,5 +1,5 @@
-"""`python -m training.lab [--quick] [--seed N] [--out DIR]`: run the four experiments, print
-the tables, write outputs/lab/{report.md, summary.json, lab.png}."""
+"""`python -m experiments.reward_lab [--quick] [--seed N] [--out DIR]`: run the four experiments,
+print the tables, write outputs/lab/{report.md, summary.json, lab.png}."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from training.lab.experiments import SCALES, run_all
-from training.lab.report import ROOT, write
+from experiments.reward_lab.experiments import SCALES, run_all
+from experiments.reward_lab.report import ROOT, write
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m training.lab", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m experiments.reward_lab", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="every part at a small size (CI)")
     parser.add_argument("--scale", choices=sorted(SCALES), help="overrides --quick")
     parser.add_argument("--seed", type=int, default=0)

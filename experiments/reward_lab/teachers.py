@@ -1,7 +1,7 @@
-"""Cold start for the lab policy: maximum likelihood on a teacher's move sequences.
+"""The lab's teachers and its cold start: maximum likelihood on a teacher's move sequences.
 
 Two teachers play the same moves on train scenarios; only episodes the binary reward counts as
-successes are kept (rejection sampling, as `training/cold_start.py` does for the GPU path).
+successes are kept (rejection sampling, as `training/art/cold_start.py` does for the GPU path).
 - `auditor`: the auditor's battery in its order (every check), then the honest close. Public.
 - `reference`: the reference solution in moves: the check for the *true* root cause, then the
   honest close. The teacher reads the truth to pick its moves; the student sees only its own
@@ -16,9 +16,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from env.scenario import Scenario, reveal_truth
-from training.lab.episodes import Episode, RewardSpec, play
-from training.lab.moves import Move
-from training.lab.policy import Decision, Observation, SoftmaxPolicy
+from experiments.reward_lab.episodes import Episode, RewardSpec, play
+from experiments.reward_lab.moves import Move
+from experiments.reward_lab.softmax_policy import Decision, Observation, SoftmaxPolicy
 
 TEACHERS = ("auditor", "reference")
 # The auditor check that finds each root cause (timezone_period_boundary is held out of train).

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from training.lab.estimators import ESTIMATORS, dr_grpo, estimator, grpo, rloo
+from experiments.reward_lab.reinforce import ESTIMATORS, dr_grpo, estimator, grpo, rloo
 
 
 def close(got: list[float], want: list[float]) -> bool:
