@@ -1,10 +1,10 @@
-"""The GPU side of `training.gpu_smoke`: LocalBackend, vLLM and one train step, for real.
+"""The GPU side of `training.art.gpu_smoke`: LocalBackend, vLLM and one train step, for real.
 
-Imported only after `training.backends.missing_requirements` found a CUDA GPU and the
+Imported only after `training.art.backends.missing_requirements` found a CUDA GPU and the
 `[train]` extra, and after `agent.art_guard.import_art_for_training` (as in train.py); nothing
 here runs on CPU. Each check is one phase with the smoke's deadline;
 the first that fails ends the smoke (the later ones need it). The pure parts it relies on
-(the template check, the token comparison, the report) live in `training.gpu_smoke`.
+(the template check, the token comparison, the report) live in `training.art.gpu_smoke_checks`.
 """
 
 from __future__ import annotations
@@ -25,14 +25,11 @@ from transformers import AutoTokenizer, PreTrainedTokenizerBase
 from agent.art_guard import transformers_patch_kept
 from agent.art_import import art
 from env.generator import generate
-from training import run_state
-from training.art_fixes import prepare_groups_for_training
-from training.art_loop import gather_groups, rollout_config
-from training.art_policy import TrainableModelPolicy
-from training.backends import build_model, internal_config, make_backend, server_config
-from training.backends import train_kwargs as run_train_kwargs
-from training.data_order import plan_data
-from training.gpu_smoke import (
+from training.art import run_state
+from training.art.backends import build_model, internal_config, make_backend, server_config
+from training.art.backends import train_kwargs as run_train_kwargs
+from training.art.fixes import prepare_groups_for_training
+from training.art.gpu_smoke_checks import (
     Check,
     SmokeReport,
     Turn,
@@ -42,6 +39,9 @@ from training.gpu_smoke import (
     template_check,
     turn_prompts,
 )
+from training.art.loop import gather_groups, rollout_config
+from training.art.trainable_policy import TrainableModelPolicy
+from training.data_order import plan_data
 from training.runs import RunConfig
 
 T = TypeVar("T")
@@ -225,7 +225,7 @@ async def _compare(
             sampled = sampled_token_ids([lp.token for lp in logprobs or []])
             turns.append(Turn(prompt=list(answer.json()["tokens"]), sampled=sampled))
     if not pair:
-        return Check("tokens", "fail", "ART's repair dropped the trajectory (training.art_fixes)")
+        return Check("tokens", "fail", "ART's repair dropped the trajectory (training.art.fixes)")
     packed = next(
         iter(
             tokenize_trajectory_groups(

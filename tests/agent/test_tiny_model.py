@@ -1,8 +1,8 @@
 """The offline tiny model: chat template, TRL tool-call parsing, deterministic cached builds, and
 (slow) two GRPO steps with `environment_factory` + LoRA on CPU after a short SFT warm start.
 
-Run: pytest tests/train/test_tiny_model.py            (all, about 30 s on 2 cores)
-     pytest tests/train/test_tiny_model.py -m "not slow"
+Run: pytest tests/agent/test_tiny_model.py            (all, about 30 s on 2 cores)
+     pytest tests/agent/test_tiny_model.py -m "not slow"
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from trl.chat_template_utils import (
     supports_tool_calling,
 )
 
-from training.tiny_model import END_OF_TURN, PAD_TOKEN, build_tiny_model, resolve_base_model
+from agent.tiny_model import END_OF_TURN, PAD_TOKEN, build_tiny_model, resolve_base_model
 
 
 class AdderEnv:

@@ -3,7 +3,7 @@
 `StepRecorder` is both the `LedgerTrlEnv` sink (every scored episode, with its reward terms)
 and a `TrainerCallback` (TRL's logged loss and reward stats): at each log it writes one line
 that joins the two. Groups are the episodes of one step that share a scenario. Whether the
-reward rose is reported as numbers, never asserted. Used by `training.trl_runner`. The eval
+reward rose is reported as numbers, never asserted. Used by `training.trl.runner`. The eval
 episodes before and after GRPO are also written as eval run directories (`eval-before/`,
 `eval-after/`), so `write_run_report` can build the run's report with `python -m eval.report`.
 """
@@ -27,7 +27,7 @@ from agent.rollout import RolloutConfig, run_episode
 from env.scenario import Scenario, reveal_truth
 from eval.episode_log import EPISODES, RUN_CONFIG, EpisodeLog, result_line
 from eval.grader import grade_episode
-from training.trl_env import EpisodeOutcome
+from training.trl.episode_env import EpisodeOutcome
 
 # TRL log keys copied into metrics.jsonl as they are (when present)
 TRL_KEYS = (

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from env.generator import generate
 from env.ledger_env import LedgerEnv
 from env.scenario import reveal_truth
-from training import run_state
+from training.art import run_state
 from training.data_order import DataPlan
 from training.runs import RunConfig
 

@@ -4,7 +4,7 @@ The tokenizer is byte-level BPE trained locally on the caller's corpus (LedgerGy
 runs), with Qwen-style turn and tool-call tokens, our own prefix-preserving chat template and a
 `response_template` so TRL can parse tool calls. Builds are seeded and cached on disk under
 `cache_dir/<name>-<content hash>`: the same inputs give byte-identical files.
-Run: python -m training.tiny_model --corpus lines.txt --cache-dir runs/tiny-models
+Run: python -m agent.tiny_model --corpus lines.txt --cache-dir runs/tiny-models
 """
 
 from __future__ import annotations

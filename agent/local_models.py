@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 from agent.policy import PolicyError
 
 if TYPE_CHECKING:
-    from training.hf_policy import HfPolicy
+    from agent.hf_policy import HfPolicy
 
 
 def _smollm2() -> tuple[Any, Any]:
-    from training import smollm2
+    from agent import smollm2
 
     return smollm2.load()
 
@@ -27,8 +27,8 @@ LOADERS: dict[str, Callable[[], tuple[Any, Any]]] = {"smollm2-135m": _smollm2}
 
 def local_policy(model: str, *, name: str, temperature: float, max_tokens: int) -> HfPolicy:
     """Load (converting once if needed) and wrap the model; slow the first time only."""
-    from training.hf_policy import HfPolicy
-    from training.smollm2 import ModelUnavailable
+    from agent.hf_policy import HfPolicy
+    from agent.smollm2 import ModelUnavailable
 
     if model not in LOADERS:
         raise PolicyError(f"unknown local model {model!r}; known: {', '.join(sorted(LOADERS))}")

@@ -1,7 +1,7 @@
 """Difficulty filter: sample each scenario k times with a policy and record its success rate.
 
-    python -m agent.filter --model qwen3.5-4b-vllm --samples 8 --split train --limit 2000
-    python -m agent.filter --base-url http://127.0.0.1:8000/v1 --model-name Qwen/Qwen3.5-4B ...
+    python -m training.filter --model qwen3.5-4b-vllm --samples 8 --split train --limit 2000
+    python -m training.filter --base-url http://127.0.0.1:8000/v1 --model-name Qwen/Qwen3.5-4B ...
 
 A scenario the policy always solves or never solves gives GRPO equal rewards in every group
 (no gradient); runs with `data.filter = "<this file>"` keep only 0 < rate < 1. Success is the
@@ -86,7 +86,7 @@ def read_filter(path: Path) -> FilterFile:
         raise FilterError(f"cannot read the filter file {path}: {exc.strerror}") from None
     except ValidationError as exc:
         raise FilterError(
-            f"{path} is not an agent.filter output: {exc.errors()[0]['msg']}"
+            f"{path} is not a training.filter output: {exc.errors()[0]['msg']}"
         ) from None
 
 

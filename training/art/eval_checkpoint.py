@@ -1,6 +1,6 @@
 """Evaluate a run's latest checkpoint through its ART backend, into the files eval/run.py writes.
 
-    python -m training.eval_checkpoint --run binary-01 --split eval --k 4 [--limit N]
+    python -m training.art.eval_checkpoint --run binary-01 --split eval --k 4 [--limit N]
 
 On the GPU machine LocalBackend serves the newest LoRA (`<run>@<step>`) with the run's chat
 settings (thinking off, the qwen3_coder tool parser), and each episode goes through eval/run.py's
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from env.splits import SPLITS, split_seeds
-from training.runs import RunConfig, RunConfigError, load_run
+from training.runs import RunConfig, RunConfigError, load_run_config
 
 if TYPE_CHECKING:
     from agent.art_import import art
@@ -45,9 +45,9 @@ async def evaluate(
     from eval.episode_log import EPISODES, EpisodeLog, check_run_config, read_episodes
     from eval.run import Job, git_commit, run_jobs
     from eval.summary import summarize, write_summary
-    from training import run_state
-    from training.art_policy import TrainableModelPolicy
-    from training.backends import build_model, server_config
+    from training.art import run_state
+    from training.art.backends import build_model, server_config
+    from training.art.trainable_policy import TrainableModelPolicy
 
     if run.backend.kind == "local":  # a checkpoint killed mid-save must not be the one loaded
         for warning in run_state.set_aside_incomplete_checkpoints(run_state.model_dir(run)):
@@ -107,11 +107,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
-        run = load_run(args.run)
+        run = load_run_config(args.run)
     except RunConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USER_ERROR
-    from training.backends import make_backend, missing_requirements
+    from training.art.backends import make_backend, missing_requirements
 
     missing = missing_requirements(run)
     if missing:

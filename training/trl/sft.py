@@ -3,7 +3,7 @@
 TRL's SFTTrainer with assistant-only loss, and a `compute_loss` made for this data on CPU:
 every example opens with the same long prompt, so a batch runs it once (see
 `_assistant_scored`); the loss equals TRL's (tests/train/test_trl_runner.py checks it).
-Used by `training.trl_runner`.
+Used by `training.trl.runner`.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from training.runs import TrlSection
-from training.trl_data import SftExample
-from training.trl_env import trl_tool_schemas
+from training.trl.data import SftExample
+from training.trl.episode_env import trl_tool_schemas
 
 
 def warm_start(

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from training import run_state
+from training.art import run_state
 from training.runs import RunConfig
 
 CARD = "README.md"

@@ -1,4 +1,4 @@
-"""agent.filter: per-scenario success rates, resumable, refusing to mix measurements."""
+"""training.filter: per-scenario success rates, resumable, refusing to mix measurements."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import threading
 from collections import Counter
 from typing import Any
 
-from agent.filter import main, progress_path, read_filter
 from env.generator import generate
 from env.scenario import reveal_truth
 from env.splits import split_seeds
 from tests.support.scripted_server import ScriptedOpenAIServer, text_turn, tool_call_turn
+from training.filter import main, progress_path, read_filter
 
 
 def test_the_reference_solves_every_scenario_every_time(tmp_path, capsys):

@@ -1,9 +1,9 @@
 """The CPU training path: tiny model, SFT warm start, TRL GRPO with LedgerEnv, eval before/after.
 
-    python -m training.trl_runner --run cpu-smoke [--steps N] [--out DIR]
+    python -m training.trl.runner --run cpu-smoke [--steps N] [--out DIR]
 
 A random model never emits a tool call, so a short supervised warm start on reference
-investigations (cut to fit the tiny model's context, `training.trl_data`) comes first; then
+investigations (cut to fit the tiny model's context, `training.trl.data`) comes first; then
 GRPOTrainer drives `LedgerTrlEnv` through `environment_factory` with the LedgerGym reward and
 trains a LoRA adapter. The warm-started model and the trained adapter are both evaluated on a
 few `val` scenarios through the eval path (`agent.rollout` + `eval.grader`). Writes
@@ -24,20 +24,20 @@ from typing import Any, cast
 
 import agent.art_import  # noqa: F401  (first: art's transformers patch breaks the tiny model)
 from agent.rollout import RolloutConfig
+from agent.tiny_model import resolve_base_model
 from env.generator import generate
 from env.scenario import Scenario
-from training.runs import RunConfig, TrlSection, load_run
-from training.tiny_model import resolve_base_model
-from training.trl_data import (
+from training.data_order import curriculum_seeds
+from training.runs import RunConfig, TrlSection, load_run_config
+from training.trl.data import (
     SftExample,
     corpus_lines,
-    curriculum_seeds,
     fitted_reference,
     grpo_rows,
     initial_prompt,
 )
-from training.trl_env import LedgerTrlEnv, tool_format_reward, trl_tool_schemas
-from training.trl_report import (
+from training.trl.episode_env import LedgerTrlEnv, tool_format_reward, trl_tool_schemas
+from training.trl.report import (
     EVAL_AFTER,
     EVAL_BEFORE,
     EvalSummary,
@@ -47,9 +47,9 @@ from training.trl_report import (
     plot_reward_curve,
     write_run_report,
 )
-from training.trl_sft import warm_start
+from training.trl.sft import warm_start
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 TREND_WINDOW = 5  # steps averaged at each end of the reward curve for the summary
 
 
@@ -184,7 +184,7 @@ def _trl(run: RunConfig) -> TrlSection:
 
 
 def _policy(model: Any, tokenizer: Any, run: RunConfig, name: str) -> Any:
-    from training.hf_policy import HfPolicy
+    from agent.hf_policy import HfPolicy
 
     return HfPolicy(
         model,
@@ -337,7 +337,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, default=None, help="GRPO steps (default: the run's)")
     parser.add_argument("--out", type=Path, default=None, help="default: outputs/<run name>/")
     args = parser.parse_args(argv)
-    run = load_run(args.run)
+    run = load_run_config(args.run)
     if run.trainer != "trl":
         parser.error(f"run {run.name!r} has trainer {run.trainer!r}, not 'trl'")
     out = args.out or REPO / "outputs" / run.name

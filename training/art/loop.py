@@ -4,7 +4,7 @@
 LocalBackend (or a hosted one), the tests give it `FakeBackendForTests` and a scripted server.
 Step N always takes `data.batch(N - 1)`, so a killed run resumes with the scenarios it would
 have taken. Per step: failed rollouts are logged and dropped, groups with equal rewards are
-counted and dropped (`training.art_fixes`), the ORIGINAL groups are logged, the prepared copies
+counted and dropped (`training.art.fixes`), the ORIGINAL groups are logged, the prepared copies
 trained. After each validation only the latest and the best (val pass^1) checkpoints are kept;
 before registering, a newest checkpoint without adapter files is set aside. It stops at
 max_steps, or when the next step would pass the wall-clock limit.
@@ -22,19 +22,19 @@ from typing import TYPE_CHECKING, Literal
 from agent.rollout import RolloutConfig, rollout
 from env.generator import generate
 from env.scenario import Scenario
-from training import run_state
-from training.art_fixes import prepare_groups_for_training
-from training.art_policy import TrainableModelPolicy
-from training.backends import build_model, server_config, train_kwargs
-from training.cold_start import check_teacher, ensure_cold_start
-from training.data_order import DataPlan
-from training.runs import RunConfig
-from training.validation import (
+from training.art import run_state
+from training.art.backends import build_model, server_config, train_kwargs
+from training.art.cold_start import check_teacher, ensure_cold_start
+from training.art.fixes import prepare_groups_for_training
+from training.art.trainable_policy import TrainableModelPolicy
+from training.art.validation import (
     ValidationResult,
     scenario_group,
     validate,
     validation_scenarios,
 )
+from training.data_order import DataPlan
+from training.runs import RunConfig
 
 if TYPE_CHECKING:
     from agent.art_import import art

