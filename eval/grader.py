@@ -5,8 +5,8 @@ from the database diff between the scenario's initial image and the episode's fi
 from the submitted findings, never from what the agent says it did. Grounded success (design §6)
 is a success whose every cited number is traced to a tool output that is not an echo of the
 agent's input, with at least one found fact: `eval.grounding`, the grader's own implementation
-of the §5 rules. `python -m eval.agreement` checks it against the binary reward episode by
-episode. Tests: `pytest tests/eval/test_grader.py`.
+of the §5 rules (numbered G1-G9 in rewards/README.md). `python -m eval.agreement` checks it
+against the binary reward episode by episode. Tests: `pytest tests/eval/test_grader.py`.
 """
 
 from __future__ import annotations

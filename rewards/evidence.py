@@ -1,7 +1,7 @@
 """Which parts of the tool outputs are evidence, and which are echoes of the agent's own input.
 
-Design §5, "Echoes are never evidence": a value a tool returns because the agent supplied it
-does not make a number traceable. Per tool call (`split_call`):
+Design §5, "Echoes are never evidence" (rewards/README.md G1): a value a tool returns because
+the agent supplied it does not make a number traceable. Per tool call (`split_call`):
 - an error output, and the `submit_findings` output, are neither evidence nor echo;
 - a `draft_credit_note` result repeats the amount and reason it was given: all echo;
 - every other output is evidence, except
@@ -46,7 +46,8 @@ def _json(text: str, **options: Any) -> Any:
 
 
 def drafted_note_ids(tool_log: Iterable[ToolRecord]) -> frozenset[str]:
-    """Credit notes this episode drafted, as their ids (read from the draft results)."""
+    """Credit notes this episode drafted, as their ids (read from the draft results; the
+    grader reads them from the database diff instead)."""
     ids = set()
     for record in tool_log:
         if record.name == "draft_credit_note" and not record.is_error:
@@ -58,7 +59,7 @@ def drafted_note_ids(tool_log: Iterable[ToolRecord]) -> frozenset[str]:
 
 
 def _without_own_notes(data: Any, own: frozenset[str]) -> tuple[Any, tuple[Any, ...]]:
-    """(the invoice without this episode's notes, what was taken out)."""
+    """(the invoice without this episode's notes, what was taken out): G1, own notes echo."""
     if not own or not isinstance(data, dict) or not isinstance(data.get("credit_notes"), list):
         return data, ()
     mine = [
@@ -72,11 +73,12 @@ def _without_own_notes(data: Any, own: frozenset[str]) -> tuple[Any, tuple[Any, 
 
 
 def split_call(record: ToolRecord, own_notes: frozenset[str]) -> CallParts:
+    """One call's evidence, echo and arguments under G1 (the module docstring's list)."""
     if record.is_error or record.name == "submit_findings":
-        return _NOTHING
+        return _NOTHING  # G1: neither evidence nor echo
     data = _json(record.result)
     if record.name == "draft_credit_note":
-        return CallParts((), (data,), ())
+        return CallParts((), (data,), ())  # G1: repeats what it was given, all echo
     arguments = _json(record.arguments or "{}", parse_float=Decimal)
     removed: tuple[Any, ...] = ()
     if record.name == "get_invoice":

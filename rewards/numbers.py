@@ -1,12 +1,12 @@
 """The number reader: every number-like token of a text, normalised whatever its notation.
 
 One reader serves both sides of the provenance check (design §5): the findings' summary and
-every string of a tool output. It fails closed: a token that looks numeric but cannot be read
-unambiguously comes out `unreadable` (for a citation: untraceable). The grader reads with its
-own implementation of the same rules (`eval/grounding.py`); `python -m eval.agreement` and
-`tests/rewards/test_numbers_properties.py` hold the two to the same verdicts.
+every string of a tool output. It fails closed (rewards/README.md G2): a token that looks numeric
+but cannot be read unambiguously comes out `unreadable` (for a citation: untraceable). The grader
+reads with its own implementation of the same rules (`eval/grounding/`); `python -m
+eval.agreement` and `tests/rewards/test_numbers_properties.py` hold the two to the same verdicts.
 
-The rules, in order (README "The reward" states them for users):
+The rules, in order (rewards/README.md G2.1-G2.4 states them for users):
  1. Normalise: NFKC (full-width digits and letters, non-breaking spaces), every Unicode decimal
     digit to its ASCII digit, `−` to `-`, `’` to `'`, en and em dashes to spaces, `=` to a space
     (`seats=20`, the way tool arguments are written, reads as `seats` and `20`).
@@ -121,7 +121,7 @@ class Token:
     """One number-like token. `value` by kind: number/percent a canonical decimal (a percent as
     its rate), date an ISO day or readings joined by "|", month "YYYY-MM", month_day "--MM-DD",
     year "YYYY", id and word the upper-case text; `integer` marks a plain whole number (a count
-    candidate)."""
+    candidate, rewards/README.md G3)."""
 
     raw: str
     kind: Kind
@@ -130,7 +130,7 @@ class Token:
 
 
 def normalise(text: str) -> str:
-    """Rule 1."""
+    """rewards/README.md G2.1 (rule 1 above)."""
     text = unicodedata.normalize("NFKC", text).replace("=", " ")
     if text.isascii():
         return text
@@ -158,7 +158,7 @@ def normalise(text: str) -> str:
 
 
 def _strip(word: str) -> str:
-    """Rule 2: edge punctuation, trailing dots, a possessive."""
+    """G2.2 (rule 2): edge punctuation, trailing dots, a possessive."""
     while True:
         before = word
         word = word.strip(_EDGE).rstrip(".")
@@ -196,6 +196,7 @@ def _iso(year: int, month: int, day: int) -> str:
 
 
 def _date_token(raw: str, readings: list[tuple[int, int, int]]) -> Token:
+    """Every valid calendar reading, joined by "|"; none valid: unreadable (G2, fail closed)."""
     valid = sorted({_iso(*r) for r in readings if _valid(*r)})
     return Token(raw, "date", "|".join(valid)) if valid else Token(raw, "unreadable", raw)
 
@@ -266,6 +267,7 @@ def _read_number(word: str) -> Token | None:
         return Token(word, "percent", shift(value, -2))
     if plain and len(body) == 4 and 1900 <= int(body) <= 2099 and word == body:
         return Token(word, "year", body, integer=True)
+    # a count candidate (G3) is a whole number without currency
     integer = body.isdigit() and not prefix and suffix[:1] not in ("%", "$", "€", "£")
     integer = integer and not (suffix and suffix.upper() in CURRENCY_CODES)
     return Token(word, "number", value, integer=integer)
@@ -290,6 +292,7 @@ def _read_date(word: str) -> Token | None:
 
 
 def _read_time(word: str) -> Token | None:
+    """G2.4 times of day: allowed (G3), never evidence (G7)."""
     if match := _TIME.fullmatch(word):
         limit = 12 if match[3] else 23
         if int(match[1]) <= limit:
@@ -301,7 +304,7 @@ def _read_time(word: str) -> Token | None:
 
 
 def read_word(word: str) -> Token | None:
-    """Rule 4 for one stripped word or joined phrase; None when it is not number-like."""
+    """G2.4 (rule 4) for one stripped word or joined phrase; None when it is not number-like."""
     has_digit = any(c.isdigit() for c in word)
     if _ID.fullmatch(word) and (has_digit or word.isupper()):
         return Token(word, "id", word.upper())
@@ -324,7 +327,7 @@ def read_word(word: str) -> Token | None:
 
 
 def _named_date(words: list[str], i: int) -> tuple[Token, int] | None:
-    """Rule 3's month-name dates starting at words[i]: (token, words used)."""
+    """G2.3 (rule 3): month-name dates starting at words[i]: (token, words used)."""
     day = _DAY.fullmatch(words[i])
     if day and int(day[1]) <= 31:
         j = i + 1
@@ -365,7 +368,7 @@ def _day_token(words: list[str], year: int | None, month: int, day: int) -> Toke
 
 
 def _grouped(words: list[str], i: int) -> int:
-    """How many words from i form one space-grouped number (`1 234 567,89`); 0 for none."""
+    """G2.3: how many words from i form one space-grouped number (`1 234 567,89`); 0 for none."""
     if not _GROUP_HEAD.fullmatch(words[i]):
         return 0
     j = i + 1
@@ -377,6 +380,7 @@ def _grouped(words: list[str], i: int) -> int:
 
 
 def _spelled(words: list[str], i: int) -> tuple[Token, int] | None:
+    """G2.3: a run of spelled-out cardinals; one unhyphenated word may be a count (G3)."""
     if not _is_number_word(words[i]):
         return None
     j = i + 1
@@ -395,7 +399,7 @@ def _spelled(words: list[str], i: int) -> tuple[Token, int] | None:
 
 
 def _percent_word(words: list[str], i: int) -> int:
-    """Words after a number that make it a percentage: `percent` or `per cent`."""
+    """G2.3: words after a number that make it a percentage: `percent` or `per cent`."""
     if i < len(words) and words[i].lower() == "percent":
         return 1
     if i + 1 < len(words) and words[i].lower() == "per" and words[i + 1].lower() == "cent":
@@ -405,7 +409,7 @@ def _percent_word(words: list[str], i: int) -> int:
 
 @lru_cache(maxsize=65536)
 def read_text(text: str) -> tuple[Token, ...]:
-    """Every number-like token of `text`, in order (rules 1-4)."""
+    """Every number-like token of `text`, in order (rules 1-4, rewards/README.md G2)."""
     words = [w for w in (_strip(w) for w in normalise(text).split()) if w]
     tokens: list[Token] = []
     i = 0

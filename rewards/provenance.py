@@ -1,20 +1,21 @@
 """Provenance: is every number the findings cite found in this episode's tool outputs?
 
-Design §5 ("Traceability" and "Decided after the first release"). The findings' invoice ids,
-overcharge amounts and every number-like token of the summary (read by `rewards.numbers`, which
-fails closed) get one status each:
+Design §5 ("Traceability" and "Decided after the first release"); the rules are numbered in
+rewards/README.md (G1-G9). The findings' invoice ids, overcharge amounts and every number-like
+token of the summary (G6, read by `rewards.numbers`, which fails closed: G2) get one status each
+(G8):
 - `evidence`: found in a tool output that is not an echo of the agent's own input
   (`rewards.evidence`); `sources` are the indices of those calls in the tool log;
-- `allowed`: not evidence, but no hallucination either: a small count (0-12 written as a whole
+- `allowed` (G3): not evidence, but no hallucination either: a small count (0-12 written as a whole
   number: "3 invoices", "three"), a time of day, and with two or more affected invoices the total
   of the findings' own amounts;
 - `echo_only`: seen only where a tool echoed what the agent supplied (`sources` are those calls);
 - `untraceable`: seen nowhere, or unreadable.
 The findings are traceable when nothing is echo_only or untraceable, and they form an evidence
-chain when at least one citation that is not of an allowed kind (count, time, own total) is
+chain (G4) when at least one citation that is not of an allowed kind (count, time, own total) is
 evidence: allowed numbers never make a chain on their own, even when a tool happens to show them.
 
-Matching: numbers compare as canonical decimals (signs, symbols, codes, separators and trailing
+Matching (G7): numbers compare as canonical decimals (signs, symbols, codes, separators and trailing
 zeros dropped); a percentage matches its rate or its figure (`8.25%` ~ 0.0825 or 8.25); a date
 matches any of its readings; a month or a month-day matches an evidence date in it; a bare year
 matches an evidence date of that year or the integer; ids and other words match whole, in upper
@@ -63,8 +64,9 @@ class Trace:
 
 
 @dataclass(frozen=True)
-class Evidence:
-    """What one part of the outputs showed, as normalised keys (see module docstring)."""
+class ShownKeys:
+    """What one part of a call showed (its evidence or its echo, G1), as normalised keys (G7).
+    Not `agent.audit_evidence.Evidence`, the auditor's gathered tool outputs."""
 
     numbers: frozenset[str] = frozenset()
     dates: frozenset[str] = frozenset()
@@ -95,11 +97,12 @@ class ProvenanceReport:
 
     @property
     def chain(self) -> bool:
-        """At least one found fact (not a count, time or own total) is cited."""
+        """G4: at least one found fact (not a count, time or own total) is cited."""
         return any(t.status == "evidence" and not t.allowed_kind for t in self.traces)
 
     @property
     def grounded(self) -> bool:
+        """G8: nothing echo_only or untraceable, and a chain (G4)."""
         return self.traceable and self.chain
 
 
@@ -111,6 +114,7 @@ def _once(cited: Iterable[CitedNumber]) -> tuple[CitedNumber, ...]:
 
 
 def _date_keys(day: str, hour: int | None) -> list[Key]:
+    """G7: a UTC timestamp also supports the customer's local day either side."""
     keys = [("dates", day)]
     if hour is None:
         return keys
@@ -123,7 +127,7 @@ def _date_keys(day: str, hour: int | None) -> list[Key]:
 
 
 def token_keys(token: Token) -> list[Key]:
-    """What one token of a tool output (or an argument) contributes."""
+    """What one token of a tool output (or an argument) contributes (G7)."""
     kind, value = token.kind, token.value
     if kind in ("number", "year"):
         return [("numbers", value)]
@@ -144,7 +148,8 @@ def token_keys(token: Token) -> list[Key]:
 
 
 def value_keys(value: Any, keys: set[Key]) -> None:
-    """Every string, key and number of a JSON value, read as text; adds to `keys`."""
+    """Every string, key and number of a JSON value, read as text (G2); adds to `keys`.
+    Numbers count by their absolute value (G7)."""
     stack = [value]
     while stack:
         item = stack.pop()
@@ -169,13 +174,14 @@ def value_keys(value: Any, keys: set[Key]) -> None:
             stack.extend(item)
 
 
-def build_evidence(keys: Iterable[Key]) -> Evidence:
+def shown_keys(keys: Iterable[Key]) -> ShownKeys:
+    """G7: a shown date also shows its month, its month-day and its year."""
     found: dict[str, set[str]] = {name: set() for name in _FIELDS}
     for name, key in keys:
         found[name].add(key)
     dates = found["dates"]
     months = found["months"] | {d[:7] for d in dates}
-    return Evidence(
+    return ShownKeys(
         numbers=frozenset(found["numbers"]),
         dates=frozenset(dates),
         months=frozenset(months),
@@ -193,14 +199,15 @@ def _keys(values: Iterable[Any]) -> set[Key]:
     return keys
 
 
-def call_evidence(parts: CallParts) -> tuple[Evidence, Evidence]:
-    """(evidence, echo) of one call: its own arguments are taken out of its evidence."""
+def call_evidence(parts: CallParts) -> tuple[ShownKeys, ShownKeys]:
+    """(evidence, echo) of one call: its own arguments are taken out of its evidence (G1)."""
     shown, supplied = _keys(parts.evidence), _keys(parts.arguments)
     echoed = (shown & supplied) | _keys(parts.echo)
-    return build_evidence(shown - supplied), build_evidence(echoed)
+    return shown_keys(shown - supplied), shown_keys(echoed)
 
 
-def supports(ev: Evidence, cited: CitedNumber) -> bool:
+def supports(ev: ShownKeys, cited: CitedNumber) -> bool:
+    """G7: does what a call showed match the citation? Times and unreadable match nothing."""
     kind, value = cited.kind, cited.value
     if kind == "number":
         return value in ev.numbers
@@ -222,7 +229,7 @@ def supports(ev: Evidence, cited: CitedNumber) -> bool:
 
 
 def extract_cited(findings: Findings) -> tuple[CitedNumber, ...]:
-    """Invoice ids and amounts, then every token of the summary; each distinct one once."""
+    """G6: invoice ids and amounts, then every token of the summary; each distinct one once."""
     cited: list[CitedNumber] = []
     for item in findings.affected_invoices:
         cited.append(CitedNumber(item.invoice_id, "id", item.invoice_id, "invoice_id"))
@@ -234,6 +241,7 @@ def extract_cited(findings: Findings) -> tuple[CitedNumber, ...]:
 
 
 def _allowed_kind(cited: CitedNumber, own_total: str | None) -> bool:
+    """G3: a time of day, a whole number 0-12 without currency, the own total of 2+ amounts."""
     if cited.kind == "time":
         return True
     if cited.kind != "number":
@@ -242,8 +250,9 @@ def _allowed_kind(cited: CitedNumber, own_total: str | None) -> bool:
     return small or cited.value == own_total
 
 
-def trace(findings: Findings, calls: list[tuple[Evidence, Evidence]]) -> ProvenanceReport:
-    """Each citation's status against per-call (evidence, echo) pairs, in call order."""
+def trace(findings: Findings, calls: list[tuple[ShownKeys, ShownKeys]]) -> ProvenanceReport:
+    """Each citation's status against per-call (evidence, echo) pairs, in call order, in the
+    order of G8: evidence, else allowed (G3), else echo_only, else untraceable."""
     items = findings.affected_invoices
     own_total = None
     if len(items) >= 2:
@@ -264,7 +273,7 @@ def trace(findings: Findings, calls: list[tuple[Evidence, Evidence]]) -> Provena
 
 
 def trace_episode(findings: Findings, tool_log: Iterable[ToolRecord]) -> ProvenanceReport:
-    """The reward's check: the episode's tool log split into evidence and echoes."""
+    """The reward's check: the episode's tool log split into evidence and echoes (G1)."""
     return trace(findings, [call_evidence(parts) for parts in split_log(tool_log)])
 
 

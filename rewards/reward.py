@@ -2,12 +2,13 @@
 
 `compute_reward(truth, record, config)` is pure: scenario truth + final database + findings +
 tool outputs -> `RewardBreakdown` with every term, the total and the flags. Both variants
-return the same breakdown, so logs compare across runs. Decisions beyond the design:
-- the evidence term needs a chain with a found fact: at least one cited number found in a
+return the same breakdown, so logs compare across runs. rewards/README.md has the terms with an
+example each and the grounding rules G1-G9 cited below. Decisions beyond the design:
+- the evidence term needs a chain with a found fact (G4): at least one cited number found in a
   tool output that is not an echo of the agent's input; counts ("3 invoices"), times and the
   findings' own total never make a chain alone, so "no_error" guessed without looking is not free;
-- echoes are never evidence and every number-like token is read whatever its notation, failing
-  closed (`rewards.numbers`, `rewards.evidence`, `rewards.provenance`);
+- echoes are never evidence (G1) and every number-like token is read whatever its notation,
+  failing closed (G2) (`rewards.numbers`, `rewards.evidence`, `rewards.provenance`);
 - the evidence term is paid for a chain that supports a right answer: label and amounts both
   right. Paid for any traceable findings, it lifted wrong answers above half marks (right
   label + a shown but wrong amount: 0.35 + 0.20; right amounts + wrong label + credits: 0.65;
@@ -19,8 +20,9 @@ return the same breakdown, so logs compare across runs. Decisions beyond the des
   0.10 action term, and "never act" becomes a strategy (see `never_credit` in the suite);
   with it, that policy gets 0.35, and right amounts under a wrong label at most 0.45;
 - the binary variant is grounded success (design §6): eval success, no untraceable or
-  echo-only number, and an evidence chain with at least one found fact (`rewards.provenance`);
-  the grader computes the same verdict with its own code, `python -m eval.agreement` checks it;
+  echo-only number, and an evidence chain with at least one found fact (G8, `rewards.provenance`);
+  the grader computes the same verdict with its own code, `python -m eval.agreement` checks it
+  (G9);
 - amounts are right only when the reported map equals the truth exactly, so an amount
   claimed for an unaffected invoice is a wrong amount (and costs the extra-invoice penalty).
 """
@@ -120,9 +122,9 @@ def compute_reward(
     untraceable: tuple[str, ...] = ()
     label_right = amounts_right = action_right = chain = False
     if findings is not None:
-        report = trace_episode(findings, record.tool_log)
-        untraceable = tuple(number.raw for number in report.untraceable)
-        chain = report.grounded
+        report = trace_episode(findings, record.tool_log)  # rewards/README.md G1-G8
+        untraceable = tuple(number.raw for number in report.untraceable)  # hallucinated: G8
+        chain = report.grounded  # traceable and a chain with a found fact: G8, G4
         reported = {item.invoice_id: item.overcharge_cents for item in findings.affected_invoices}
         label_right = findings.root_cause == truth.label
         # what the findings say must also be what the episode did (module docstring)

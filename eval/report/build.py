@@ -25,10 +25,10 @@ from eval.report.load import (
     load_train_metrics,
     unique_names,
 )
-from eval.report.numbers import run_numbers
 from eval.report.page import render_page
 from eval.report.paired import has_grounded, paired_comparison
 from eval.report.reading import reading_list
+from eval.report.run_metrics import run_numbers
 from eval.report.viewer_data import viewer_payload
 from eval.stats import wilson_interval
 

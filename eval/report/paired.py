@@ -14,7 +14,7 @@ from typing import Any
 
 from eval.report.episode_view import grounded
 from eval.report.load import EpisodeLine, RunData
-from eval.report.numbers import outcomes_by_scenario
+from eval.report.run_metrics import outcomes_by_scenario
 from eval.stats import (
     bootstrap_ci,
     intervals_overlap,

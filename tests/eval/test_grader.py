@@ -320,7 +320,8 @@ def test_no_module_under_eval_but_agreement_imports_from_rewards():
         for path in checked
     }
 
-    assert {"grader.py", "grounding.py"} <= {p.name for p in checked}
+    grounding = {f"grounding/{name}.py" for name in ("notation", "read", "trace", "verdict")}
+    assert {"grader.py", *grounding} <= {str(p.relative_to(ROOT / "eval")) for p in checked}
     assert {path: found for path, found in offenders.items() if found} == {}
 
 
@@ -341,7 +342,8 @@ def test_the_graders_code_reaches_no_rewards_module_even_through_other_modules()
                 reached_rewards.append(f"{module} -> {imported}")
             pending.append(imported)
 
-    assert {"eval.grader", "eval.grounding", "env.findings", "env.ledger_env"} <= seen
+    grounding = {f"eval.grounding.{name}" for name in ("notation", "read", "trace", "verdict")}
+    assert {"eval.grader", "eval.grounding", *grounding, "env.findings", "env.ledger_env"} <= seen
     assert reached_rewards == []
 
 

@@ -16,9 +16,9 @@ from eval.report.__main__ import main
 from eval.report.build import compute, write_report
 from eval.report.flags import copied_share, copied_token_share, run_flags
 from eval.report.load import ReportInputError, RunData, load_train_metrics
-from eval.report.numbers import confusion, cost_block, run_numbers
 from eval.report.paired import describe, paired_comparison
 from eval.report.reading import reading_list
+from eval.report.run_metrics import confusion, cost_block, run_numbers
 from eval.report.viewer_data import viewer_payload
 from tests.eval.report_fixtures import contract_lines, contract_run, grade, line
 

@@ -1,4 +1,4 @@
-"""Per-run numbers: the run summary (eval/summary.py) plus what a reviewer of an RL result asks.
+"""Per-run metrics: the run summary (eval/summary.py) plus what a reviewer of an RL result asks.
 
 Added to the summary: grounded success, success by action type (credit vs no_error), the outcome
 mix of the credit action, the confusion matrix of true vs reported root cause, and the cost per

@@ -1,0 +1,14 @@
+"""The grader's grounding check (design §6 "grounded success"): its own code for the §5 rules.
+
+Written apart from `rewards/` on purpose, and importing nothing from it, so that a bug in one
+reading shows up as a disagreement (`python -m eval.agreement`) instead of passing silently in
+both (rewards/README.md G9). Read -> trace -> verdict, the rules cited by their numbers in
+rewards/README.md: `notation` and `read` read every number-like token (G2), `trace` splits each
+tool call into evidence and echo (G1) and matches citations (G7), `verdict` gives each citation
+its status and decides grounded (G3, G4, G6, G8).
+"""
+
+from eval.grounding.trace import Seen, call_views
+from eval.grounding.verdict import Traced, grounded, trace_findings
+
+__all__ = ["Seen", "Traced", "call_views", "grounded", "trace_findings"]

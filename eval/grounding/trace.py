@@ -1,0 +1,165 @@
+"""What each tool call showed, split into evidence and echo: the grader's side of G1 and G7.
+
+rewards/README.md G1: a value a tool returns because the agent supplied it is an echo, never
+evidence. `call_views` reads every output and argument with `eval.grounding.read` into `Seen`
+keys, per call, and takes the agent's own input out of the evidence; `Seen.backs` is the
+matching of G7. The grader learns which credit notes are the episode's own from the database
+diff, not from the draft results the reward reads.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import date, timedelta
+from decimal import Decimal
+from typing import Any
+
+from env.ledger_env import ToolRecord
+from eval.grounding.notation import Reading, decimal_text, scaled
+from eval.grounding.read import read
+
+
+@dataclass
+class Seen:
+    """One call's keys, by kind of citation they can support (rewards/README.md G7)."""
+
+    numbers: set[str]
+    days: set[str]
+    months: set[str]
+    month_days: set[str]
+    ids: set[str]
+    words: set[str]
+
+    @classmethod
+    def empty(cls) -> Seen:
+        return cls(set(), set(), set(), set(), set(), set())
+
+    def add_reading(self, r: Reading) -> None:
+        """A token of an output or argument as keys; times and unreadable add nothing (G7)."""
+        if r.kind in ("number", "year"):
+            self.numbers.add(r.value)
+        elif r.kind == "percent":
+            self.numbers.update((r.value, scaled(r.value, 2)))
+        elif r.kind == "date":
+            days = r.value.split("|")
+            self.days.update(days)
+            # G7: a UTC timestamp also supports the customer's local day either side
+            stamp = re.search(r"T(\d{1,2}):", r.text) if len(days) == 1 else None
+            if stamp:
+                hour, day = int(stamp.group(1)), date.fromisoformat(days[0])
+                if hour < 12:
+                    self.days.add((day - timedelta(days=1)).isoformat())
+                if hour >= 10:
+                    self.days.add((day + timedelta(days=1)).isoformat())
+        elif r.kind == "month":
+            self.months.add(r.value)
+        elif r.kind == "month_day":
+            self.month_days.add(r.value)
+        elif r.kind == "id":
+            self.ids.add(r.value)
+        elif r.kind == "word":
+            self.words.add(r.value)
+
+    def add_json(self, value: Any) -> None:
+        """Every key, string and number of a JSON value; numbers by absolute value (G7)."""
+        if isinstance(value, dict):
+            for key, item in value.items():
+                self.add_json(key)
+                self.add_json(item)
+        elif isinstance(value, list):
+            for item in value:
+                self.add_json(item)
+        elif isinstance(value, str):
+            for r in read(value):
+                self.add_reading(r)
+        elif isinstance(value, bool) or value is None:
+            return
+        elif isinstance(value, int):
+            self.numbers.add(str(abs(value)))
+        elif isinstance(value, float | Decimal):
+            number = Decimal(str(value))  # no context arithmetic: huge exponents overflow it
+            if number.is_finite() and abs(number.adjusted()) <= 60:  # beyond: no match, and
+                self.numbers.add(decimal_text(number.copy_abs()))  # too many digits to write
+
+    def minus(self, other: Seen) -> Seen:
+        return Seen(*(getattr(self, f) - getattr(other, f) for f in _SEEN_FIELDS))
+
+    def both(self, other: Seen) -> Seen:
+        return Seen(*(getattr(self, f) & getattr(other, f) for f in _SEEN_FIELDS))
+
+    def union(self, other: Seen) -> Seen:
+        return Seen(*(getattr(self, f) | getattr(other, f) for f in _SEEN_FIELDS))
+
+    def backs(self, r: Reading) -> bool:
+        """Does this call support the cited reading (G7)? Days imply their months and
+        month-days."""
+        months = self.months | {d[:7] for d in self.days}
+        if r.kind == "number":
+            return r.value in self.numbers
+        if r.kind == "percent":
+            return r.value in self.numbers or scaled(r.value, 2) in self.numbers
+        if r.kind == "date":
+            return any(d in self.days for d in r.value.split("|"))
+        if r.kind == "month":
+            return r.value in months
+        if r.kind == "month_day":
+            return r.value in self.month_days or any(d[4:] == r.value[1:] for d in self.days)
+        if r.kind == "year":
+            return r.value in self.numbers or any(m[:4] == r.value for m in months)
+        if r.kind == "id":
+            return r.value in self.ids
+        if r.kind == "word":
+            return r.value in self.words
+        return False
+
+
+_SEEN_FIELDS = ("numbers", "days", "months", "month_days", "ids", "words")
+
+
+def _loads(text: str, **options: Any) -> Any:
+    try:
+        return json.loads(text, **options)
+    except (ValueError, RecursionError):
+        return text
+
+
+def _seen(*values: Any) -> Seen:
+    seen = Seen.empty()
+    for value in values:
+        seen.add_json(value)
+    return seen
+
+
+def call_views(tool_log: Iterable[ToolRecord], own_notes: set[str]) -> list[tuple[Seen, Seen]]:
+    """Per call, (what it showed that the agent did not supply, what only echoed the agent):
+    rewards/README.md G1. `own_notes`: ids of the credit notes this episode added (from the
+    database diff)."""
+    views = []
+    for record in tool_log:
+        if record.is_error or record.name == "submit_findings":  # G1: neither evidence nor echo
+            views.append((Seen.empty(), Seen.empty()))
+            continue
+        result = _loads(record.result)
+        if record.name == "draft_credit_note":  # G1: repeats what it was given, all echo
+            views.append((Seen.empty(), _seen(result)))
+            continue
+        echoed_parts: list[Any] = []
+        # G1: this episode's own credit notes, and the sum over them, echo its drafts
+        if record.name == "get_invoice" and isinstance(result, dict):
+            notes = result.get("credit_notes")
+            if isinstance(notes, list):
+                mine = [
+                    n for n in notes if isinstance(n, dict) and n.get("credit_note_id") in own_notes
+                ]
+                if mine:
+                    echoed_parts = [*mine, result.get("amount_credited")]
+                    result = {k: v for k, v in result.items() if k != "amount_credited"}
+                    result["credit_notes"] = [n for n in notes if n not in mine]
+        shown = _seen(result)
+        # G1: whatever this call's arguments supplied is echo wherever the output repeats it
+        supplied = _seen(_loads(record.arguments or "{}", parse_float=Decimal))
+        views.append((shown.minus(supplied), shown.both(supplied).union(_seen(*echoed_parts))))
+    return views

@@ -1,0 +1,79 @@
+"""The grader's verdict on the findings: each citation's status, and whether they are grounded.
+
+rewards/README.md G6 (what is cited), G3 (allowed numbers), G8 (status: evidence, allowed,
+echo_only, untraceable) and G4 (a chain needs a found fact). `trace_findings` takes the per-call
+views of `eval.grounding.trace.call_views`; `grounded` is the verdict `eval.grader` reports as
+grounded success, and the binary reward must equal it (G9, `python -m eval.agreement`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+
+from env.findings import Findings
+from eval.grounding.notation import Reading, decimal_text
+from eval.grounding.read import read
+from eval.grounding.trace import Seen
+
+
+@dataclass(frozen=True)
+class Traced:
+    """One citation's status (G8); `sources` index the calls that showed it."""
+
+    text: str
+    where: str
+    value: str
+    status: str
+    sources: tuple[int, ...]
+    allowed_kind: bool
+
+
+def _citations(findings: Findings) -> list[tuple[Reading, str]]:
+    """rewards/README.md G6: ids and amounts, then every summary token; each distinct one once."""
+    cited: list[tuple[Reading, str]] = []
+    for item in findings.affected_invoices:
+        cited.append((Reading(item.invoice_id, "id", item.invoice_id), "invoice_id"))
+        amount = decimal_text(Decimal(item.overcharge_amount))
+        cited.append((Reading(item.overcharge_amount, "number", amount), "amount"))
+    cited.extend((r, "summary") for r in read(findings.summary))
+    unique: dict[tuple[Reading, str], None] = {}
+    for entry in cited:
+        unique.setdefault(entry, None)
+    return list(unique)
+
+
+def trace_findings(findings: Findings, views: list[tuple[Seen, Seen]]) -> list[Traced]:
+    """Each citation's status, in the order of rewards/README.md G8: found in a call's evidence,
+    else allowed (G3), else seen only in echoes, else untraceable."""
+    items = findings.affected_invoices
+    total = None
+    if len(items) > 1:
+        total = decimal_text(sum((Decimal(i.overcharge_amount) for i in items), Decimal(0)))
+    traced = []
+    for reading, where in _citations(findings):
+        # G3: a time of day, a whole number 0-12 without currency, the own total of 2+ amounts
+        allowed = reading.kind == "time" or (
+            reading.kind == "number"
+            and ((reading.whole and int(reading.value) <= 12) or reading.value == total)
+        )
+        found = tuple(n for n, (shown, _) in enumerate(views) if shown.backs(reading))
+        echoed = tuple(n for n, (_, echo) in enumerate(views) if echo.backs(reading))
+        if found:
+            status, sources = "evidence", found
+        elif allowed:
+            status, sources = "allowed", ()
+        elif echoed:
+            status, sources = "echo_only", echoed
+        else:
+            status, sources = "untraceable", ()
+        traced.append(Traced(reading.text, where, reading.value, status, sources, allowed))
+    return traced
+
+
+def grounded(traced: list[Traced]) -> bool:
+    """rewards/README.md G8: nothing echo_only or untraceable, and a chain (G4): at least one
+    found fact that is not a count, time or own total."""
+    if any(t.status in ("echo_only", "untraceable") for t in traced):
+        return False
+    return any(t.status == "evidence" and not t.allowed_kind for t in traced)
