@@ -7,7 +7,7 @@
 
 The recipe, top to bottom: load the run -> order its data -> check this machine -> backend and
 model -> resume -> (cold start) -> GRPO steps with validation -> stop at max_steps or at the
-wall clock, after a checkpoint. The loop itself is `training.art_loop.train` (the tests drive
+wall clock, after a checkpoint. The loop itself is `training.art.loop.train` (the tests drive
 it with a fake backend). docs/gpu.md: GPU setup, a full experiment, evaluating a checkpoint.
 """
 
@@ -22,7 +22,7 @@ from pathlib import Path
 
 # Only light imports up here: --check and --export must run without torch, ART or a GPU.
 from training.data_order import DataPlan, DataPlanError, plan_data
-from training.runs import RunConfig, RunConfigError, load_run
+from training.runs import RunConfig, RunConfigError, load_run_config
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # ART imports litellm: stay offline
 
@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # 1. The run: everything that defines it is one file in runs/.
     try:
-        run = load_run(args.run)
+        run = load_run_config(args.run)
     except RunConfigError as exc:
         return fail(exc)
 
@@ -80,13 +80,13 @@ def main(argv: list[str] | None = None) -> int:
 
     # 5. --check: the plan and what it costs, then stop.
     if args.check:
-        from training.plan import render_plan
+        from training.art.plan import render_plan
 
         print(render_plan(run, data))
         return 0
 
     # 6. This machine: packages, GPU, API keys, before anything heavy is imported.
-    from training.backends import missing_requirements
+    from training.art.backends import missing_requirements
 
     missing = missing_requirements(run)
     if missing:
@@ -102,10 +102,10 @@ def main(argv: list[str] | None = None) -> int:
 async def train_art(run: RunConfig, data: DataPlan, *, max_steps: int | None, force: bool) -> int:
     """The backend is made here and handed to the loop, which owns everything else."""
     from agent.policy import PolicyError
-    from training.art_loop import train
-    from training.backends import BackendUnavailable, make_backend
-    from training.cold_start import ColdStartError
-    from training.run_state import RunChanged
+    from training.art.backends import BackendUnavailable, make_backend
+    from training.art.cold_start import ColdStartError
+    from training.art.loop import train
+    from training.art.run_state import RunChanged
 
     try:
         backend = make_backend(run)
@@ -143,7 +143,7 @@ def train_trl(run: RunConfig, args: argparse.Namespace) -> int:
     missing = [name for name in TRL_MODULES if importlib.util.find_spec(name) is None]
     if missing:
         return fail(f"the TRL path needs pip install -e '.[trl]' (missing: {', '.join(missing)})")
-    from training.trl_runner import run_trl
+    from training.trl.runner import run_trl
 
     summary = run_trl(run, out_dir=out_dir, steps=args.max_steps)
     print(summary.render())
@@ -151,7 +151,7 @@ def train_trl(run: RunConfig, args: argparse.Namespace) -> int:
 
 
 def export(run: RunConfig, destination: Path, step: int | None) -> int:
-    from training.export import ExportError, export_checkpoint
+    from training.art.export import ExportError, export_checkpoint
 
     try:
         result = export_checkpoint(run, destination, step)

@@ -3,15 +3,14 @@
 It uses only the nine tools and the public complaint: look everything up, run a fixed battery
 of checks (`agent.audit_checks`), confirm each hit with `recompute_invoice` or an amount a tool
 printed, credit exactly that, and report the class with the largest total. It never reads the
-truth: grading lives in `agent.auditor_cli`, which this module's command runs.
-Run: `python -m agent.auditor --split eval` (also `heldout`, or `train --limit 500`).
+truth: grading is eval's, as for any model (the registry's built-in `auditor`).
+Run: `python -m eval.run --model auditor --k 1` (also `--split heldout`, or `train --limit 500`).
 """
 
 from __future__ import annotations
 
 import json
 import re
-import sys
 from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
@@ -233,8 +232,3 @@ def auditor_program(
 
 
 __all__ = ["Finding", "auditor_program"]
-
-if __name__ == "__main__":  # the grading command lives apart: this module never sees the truth
-    from agent.auditor_cli import main
-
-    sys.exit(main())

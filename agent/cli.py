@@ -1,6 +1,6 @@
 """Exit codes and last-resort error handling of the resumable policy commands.
 
-`python -m agent.filter` and `python eval/run.py` both sample a policy over a split and append
+`python -m training.filter` and `python eval/run.py` both sample a policy over a split and append
 progress as they go, so they end the same way: a user mistake is one line and status 2, work
 left by transient API errors is status 3, a server that refused every connection for too long
 is status 4, and Ctrl-C says that a rerun resumes. Not a command.

@@ -238,8 +238,8 @@ def build_policy(
     it said explicitly (`--thinking off`)."""
     if target.kind == "program":
         return _PROGRAMS[target.model]()
-    if target.kind == "local":  # in-process on this CPU (training/local_models.py)
-        from training.local_models import local_policy
+    if target.kind == "local":  # in-process on this CPU (agent/local_models.py)
+        from agent.local_models import local_policy
 
         return local_policy(
             target.model,

@@ -1,6 +1,6 @@
 """Running a run's episodes: bounded concurrency, extra rounds for incomplete ones, one line each.
 
-`eval/run.py` and `training/eval_checkpoint.py` share it. An episode is recorded graded, as an
+`eval/run.py` and `training/art/eval_checkpoint.py` share it. An episode is recorded graded, as an
 error line (server error, harness bug), or not at all (incomplete after transient failures:
 returned to the caller, who reruns it). A `PolicyError` (including `ServerUnreachable`) stops
 every episode and propagates as one exception.

@@ -61,7 +61,7 @@ from eval.episode_log import (  # noqa: E402
 from eval.jobs import DEFAULT_RETRY_BUDGET_S, Job, Screen, run_jobs  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-__all__ = ["Job", "git_commit", "main", "run_jobs"]  # training/eval_checkpoint.py uses these
+__all__ = ["Job", "git_commit", "main", "run_jobs"]  # training/art/eval_checkpoint.py uses these
 
 
 class UsageError(RuntimeError):

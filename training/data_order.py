@@ -1,11 +1,12 @@
 """The GRPO data order: which scenarios training step N takes, as a pure function of the run.
 
 The pool is the first `data.limit` seeds of `data.split` whose difficulty is in the curriculum
-(the same pick as the TRL path), less those the `data.filter` file marks as always or never
-solved. The run's `grpo.max_steps` are cut into one phase per curriculum stage, easy to hard;
-phase i draws `groups_per_step` scenarios per step from stage i's shuffled seeds, reshuffling
-when a stage runs out. Nothing depends on what happened before step N, so a resumed run takes
-exactly the scenarios it would have taken, and `--check` prints the plan without running.
+(`curriculum_seeds`, the TRL path's pick too), less those the `data.filter` file marks as
+always or never solved. The run's `grpo.max_steps` are cut into one phase per curriculum
+stage, easy to hard; phase i draws `groups_per_step` scenarios per step from stage i's
+shuffled seeds, reshuffling when a stage runs out. Nothing depends on what happened before
+step N, so a resumed run takes exactly the scenarios it would have taken, and `--check` prints
+the plan without running.
 """
 
 from __future__ import annotations
@@ -13,14 +14,15 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import count
 from pathlib import Path
 
-from agent.filter import FilterError, read_filter
-from env.splits import split_assignment
+from env.splits import spec, split_assignment
+from training.filter import FilterError, read_filter
 from training.runs import RunConfig
-from training.trl_data import curriculum_seeds
 
 
 class DataPlanError(ValueError):
@@ -89,6 +91,19 @@ class DataPlan:
         parts = [self.split, self.groups_per_step, self.max_steps, self.shuffle_key]
         parts += [[p.difficulty, p.first_step, p.end_step, list(p.seeds)] for p in self.phases]
         return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
+
+
+def curriculum_seeds(split: str, difficulties: Sequence[str], limit: int) -> list[int]:
+    """The first `limit` seeds of the split whose difficulty is in the curriculum."""
+    s = spec(split)
+    last = None if s.size is None else s.first_seed + s.size
+    seeds: list[int] = []
+    for seed in count(s.first_seed):
+        if len(seeds) == limit or (last is not None and seed >= last):
+            break
+        if split_assignment(split, seed).difficulty in difficulties:
+            seeds.append(seed)
+    return seeds
 
 
 def plan_data(run: RunConfig) -> DataPlan:

@@ -1,7 +1,7 @@
 """Runs as data: `runs/<name>.toml` holds everything that defines a training run.
 
 One pydantic model per section, `extra="forbid"`, so a typo is an error that names the field
-and the accepted values. `load_run(name)` is what `train.py` calls; the resolved config is
+and the accepted values. `load_run_config(name)` is what `train.py` calls; the resolved config is
 saved beside the run's checkpoints and a changed config is refused on resume.
 See runs/README.md for the format.
 """
@@ -38,7 +38,7 @@ class LoraSection(Section):
 class DataSection(Section):
     split: Literal["train", "val"] = "train"
     limit: int = Field(5000, ge=1, description="scenarios drawn from the split")
-    filter: str | None = Field(None, description="agent.filter output (JSON); keep 0 < rate < 1")
+    filter: str | None = Field(None, description="training.filter output (JSON); keep 0 < rate < 1")
     curriculum: list[Difficulty] = Field(
         default_factory=lambda: list(get_args(Difficulty)),
         description="difficulties in order: the data order walks easy to hard",
@@ -165,7 +165,7 @@ def available_runs(runs_dir: Path = RUNS_DIR) -> list[str]:
     return sorted(p.stem for p in runs_dir.glob("*.toml"))
 
 
-def load_run(name_or_path: str, runs_dir: Path = RUNS_DIR) -> RunConfig:
+def load_run_config(name_or_path: str, runs_dir: Path = RUNS_DIR) -> RunConfig:
     path = Path(name_or_path)
     if path.suffix != ".toml":
         path = runs_dir / f"{name_or_path}.toml"

@@ -2,7 +2,7 @@
 
 A run directory is what `eval/run.py` writes (`episodes.jsonl`, `run.json`). Training metrics
 are either ART's `history.jsonl` (train.py's GPU path; rows keyed `train/…`, `val/…`, `reward/…`,
-`data/…`) or TRL's `metrics.jsonl` (`training.trl_report.StepRecorder`); both become the same
+`data/…`) or TRL's `metrics.jsonl` (`training.trl.report.StepRecorder`); both become the same
 `TrainStep` rows. Anything unreadable raises `ReportInputError` with one line for the user.
 """
 
@@ -217,7 +217,7 @@ def _art_steps(rows: list[dict[str, Any]]) -> list[TrainStep]:
 
 
 def _art_validation(rows: list[dict[str, Any]]) -> list[ValPoint]:
-    """`val/pass1` rows (training.validation); the episode count is ART's trajectories count."""
+    """`val/pass1` rows (training.art.validation); the episode count is ART's trajectories count."""
     points: dict[int, ValPoint] = {}
     for row in rows:
         pass1 = _number(row.get("val/pass1"))

@@ -1,7 +1,7 @@
 """The auditor: deterministic, within its budget, never raising, and right where a person can check.
 
-Episodes run through `LedgerEnv` exactly as an agent's would (`agent.auditor_cli.run_program`,
-and once through `ProgramPolicy`); the truth is read only here, to grade.
+Episodes run through `LedgerEnv` exactly as an agent's would (`run_program` below, once through
+`ProgramPolicy`, once through `eval.run --model auditor`); the truth is read only here, to grade.
 """
 
 from __future__ import annotations
@@ -18,19 +18,37 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agent.auditor import auditor_program
-from agent.auditor_cli import grade, main, run_program
 from agent.messages import assistant_message
-from agent.program_policy import auditor_policy
-from env.episode import EpisodeRecord, drafted_credits
+from agent.program_policy import Program, auditor_policy
+from env.episode import EpisodeRecord, drafted_credits, record_episode
 from env.generator import generate
 from env.labels import ROOT_CAUSES
-from env.ledger_env import LedgerEnv
-from env.scenario import Scenario
+from env.ledger_env import DEFAULT_TOOL_BUDGET, LedgerEnv
+from env.scenario import Scenario, reveal_truth
 from env.splits import split_assignment, split_seeds
+from eval.grader import grade_episode
 from tests.env.conftest import CUSTOMER, MARCH, build_hand_scenario
 
 AGENT = Path(__file__).resolve().parents[2] / "agent"
 PROGRAM_FILES = ("auditor.py", "audit_checks.py", "audit_evidence.py")
+
+
+def run_program(
+    program: Program, scenario: Scenario, budget: int = DEFAULT_TOOL_BUDGET
+) -> EpisodeRecord:
+    """Drives a program through one episode, the same calls `ProgramPolicy` would make."""
+    env = LedgerEnv(scenario, tool_budget=budget)
+    try:
+        steps = program(scenario)
+        try:
+            step = next(steps)
+            while not env.done:
+                step = steps.send(env.call(step.name, json.dumps(step.arguments)))
+        except StopIteration:
+            pass
+        return record_episode(env)
+    finally:
+        env.close()
 
 
 def _first(split: str, label: str | None = None, difficulty: str | None = None) -> Scenario:
@@ -111,8 +129,9 @@ def test_it_credits_nothing_when_the_customer_is_mistaken() -> None:
 def test_it_solves_the_first_l1_scenario_of_each_root_cause(label: str) -> None:
     split = "heldout" if label == "timezone_period_boundary" else "eval"
     scenario = _first(split, label, "L1")
-    row = grade(scenario, run_program(auditor_program, scenario))
-    assert row.success and not row.false_reversal
+    record = run_program(auditor_program, scenario)
+    grade = grade_episode(reveal_truth(scenario), record, scenario.database)
+    assert grade.success and not grade.false_reversal
 
 
 def test_the_program_files_never_name_the_truth() -> None:
@@ -228,14 +247,15 @@ def test_it_never_raises_whatever_the_tools_answer(data: st.DataObject) -> None:
     assert calls[-1].name == "submit_findings"
 
 
-def test_the_command_prints_one_row_per_group(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--split", "eval", "--limit", "3", "--workers", "1"]) == 0
-    out = capsys.readouterr().out
-    assert "| **overall** | 3 | 3/3 (100%) | 3/3 | 0 |" in out
-
-
-def test_the_command_refuses_an_open_ended_split_without_a_limit(
-    capsys: pytest.CaptureFixture[str],
+def test_eval_run_grades_the_auditor_as_it_grades_any_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["--split", "train"]) == 2
-    assert "limit" in capsys.readouterr().err
+    from eval.run import main
+
+    out = tmp_path / "auditor"
+    assert main(["--model", "auditor", "--k", "1", "--limit", "3", "--out", str(out)]) == 0
+    capsys.readouterr()
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    assert (summary["scenarios"], summary["episodes"], summary["errors"]) == (3, 3, 0)
+    assert summary["overall"]["pass1"]["estimate"] == 1.0
+    assert summary["false_reversal"]["count"] == 0

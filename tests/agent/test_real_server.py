@@ -19,13 +19,13 @@ from typing import Any
 
 import pytest
 
+from agent.tiny_model import build_tiny_model
 from tests.support.transformers_server import (
     TransformersServer,
     env_corpus,
     forced_reply_model,
     tool_call_text,
 )
-from training.tiny_model import build_tiny_model
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore:Pydantic serializer warnings:UserWarning"),

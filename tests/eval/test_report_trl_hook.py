@@ -1,7 +1,7 @@
 """The TRL run's ending: eval runs written as run directories, then `python -m eval.report`.
 
 Scripted policies stand in for the warm-start and trained models (the tiny-model run itself is
-tests/train/test_trl_runner.py); what is tested is what `training.trl_runner` calls at its end.
+tests/train/test_trl_runner.py); what is tested is what `training.trl.runner` calls at its end.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from agent.rollout import RolloutConfig
 from checks.hacks.cheats import CHEATS
 from env.generator import generate
 from eval.episode_log import read_episodes
-from training.trl_report import EVAL_AFTER, EVAL_BEFORE, evaluate, write_run_report
+from training.trl.report import EVAL_AFTER, EVAL_BEFORE, evaluate, write_run_report
 
 
 def test_evaluate_writes_an_eval_run_directory_the_report_reads(tmp_path):

@@ -163,5 +163,5 @@ class TransformersServer:
 
 
 def tool_call_text(name: str, arguments: dict[str, object]) -> str:
-    """A reply in the format of the tiny template (`training/data/tiny_chat_template.jinja`)."""
+    """A reply in the format of the tiny template (`agent/data/tiny_chat_template.jinja`)."""
     return f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call>"

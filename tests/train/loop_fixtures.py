@@ -1,4 +1,4 @@
-"""A small ART run and a scripted model for driving `training.art_loop.train` on CPU.
+"""A small ART run and a scripted model for driving `training.art.loop.train` on CPU.
 
 The scripted model answers with each scenario's reference investigation, except in the
 "varied" scenarios, where every other episode gives up at its first turn: those groups get
@@ -18,9 +18,9 @@ from env.generator import generate
 from env.scenario import Scenario, reveal_truth
 from tests.support.scripted_server import ScriptedOpenAIServer, text_turn, tool_call_turn
 from tests.train.backend_double import FakeBackendForTests
+from training.art.validation import validation_scenarios
 from training.data_order import DataPlan, plan_data
 from training.runs import RunConfig
-from training.validation import validation_scenarios
 
 QUIT_REPLY = "I cannot tell from here."
 

@@ -1,4 +1,4 @@
-"""training.art_fixes: copies only, faithful argument repairs, dropped turns and groups counted."""
+"""training.art.fixes: copies only, faithful argument repairs, dropped turns and groups counted."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from openai.types.chat.chat_completion import Choice
 
 from tests.train.toy_rollout import Turn, run_rollout, three_turn_script
 from tests.train.toy_tokenizer import build_toy_tokenizer
-from training.art_fixes import (
+from training.art.fixes import (
     drop_intermediate_tool_calls,
     prepare_groups_for_training,
     sanitise_tool_call_arguments,

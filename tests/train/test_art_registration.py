@@ -38,10 +38,10 @@ import_art_for_training()
 from art.dev.get_model_config import get_model_config
 from art.dev.validate import validate_dedicated_config
 from art.megatron.model_support import get_model_support_handler
-from training.backends import internal_config
-from training.runs import load_run
+from training.art.backends import internal_config
+from training.runs import load_run_config
 
-run = load_run("binary-01")
+run = load_run_config("binary-01")
 config = get_model_config(run.base_model, tempfile.mkdtemp(), internal_config(run))
 validate_dedicated_config(config)
 try:

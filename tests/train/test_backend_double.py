@@ -22,7 +22,7 @@ from tests.support.scripted_server import (
 from tests.train.backend_double import LOCAL_BACKEND_TRAIN_KWARGS, FakeBackendForTests
 from tests.train.toy_rollout import SYSTEM_PROMPT, TOOLS, USER_COMPLAINT, Turn, sampled_token_ids
 from tests.train.toy_tokenizer import build_toy_tokenizer
-from training.art_fixes import prepare_groups_for_training
+from training.art.fixes import prepare_groups_for_training
 
 PROJECT = "ledgergym-tests"
 INFERENCE_URL = "http://127.0.0.1:9/v1"  # never contacted unless a test starts a server

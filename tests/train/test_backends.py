@@ -1,4 +1,4 @@
-"""training.backends: the model's ART settings, the train keywords, and what each route needs."""
+"""training.art.backends: the model's ART settings, the train keywords, what each route needs."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import inspect
 import pytest
 
 from tests.train.backend_double import LOCAL_BACKEND_TRAIN_KWARGS
-from training.backends import (
+from training.art.backends import (
     BackendUnavailable,
     build_model,
     internal_config,
@@ -16,16 +16,16 @@ from training.backends import (
     train_kwargs,
     vllm_max_lora_rank,
 )
-from training.runs import RunConfig, load_run
+from training.runs import RunConfig, load_run_config
 
 
 def with_backend(name: str, **backend: object) -> RunConfig:
-    run = load_run(name)
+    run = load_run_config(name)
     return run.model_copy(update={"backend": run.backend.model_copy(update=backend)})
 
 
 def test_the_model_carries_the_lora_shape_and_the_qwen35_chat_settings():
-    run = load_run("binary-01")
+    run = load_run_config("binary-01")
     config = internal_config(run)
     assert config["peft_args"] == {
         "r": 16,
@@ -37,7 +37,7 @@ def test_the_model_carries_the_lora_shape_and_the_qwen35_chat_settings():
 
 
 def test_vllm_samples_nothing_longer_than_training_keeps_and_loads_the_runs_rank():
-    run = load_run("binary-01")
+    run = load_run_config("binary-01")
     config = internal_config(run)
     assert config["init_args"] == {"max_seq_length": 32768}
     assert config["engine_args"] == {
@@ -59,7 +59,7 @@ def test_vllm_samples_nothing_longer_than_training_keeps_and_loads_the_runs_rank
 
 
 def test_vllm_gets_the_qwen3_coder_tool_parser_at_registration():
-    assert server_config(load_run("binary-01")) == {
+    assert server_config(load_run_config("binary-01")) == {
         "server_args": {"tool_call_parser": "qwen3_coder"}
     }
     assert server_config(with_backend("binary-01", kind="serverless")) is None
@@ -77,7 +77,7 @@ def test_the_model_is_named_after_the_run_and_keeps_wandb_off(tmp_path):
 
 
 def test_local_train_keywords_are_ones_local_backend_takes():
-    kwargs = train_kwargs(load_run("binary-01"))
+    kwargs = train_kwargs(load_run_config("binary-01"))
     assert set(kwargs) <= LOCAL_BACKEND_TRAIN_KWARGS
     assert kwargs["loss_fn"] == "cispo" and kwargs["learning_rate"] == 1e-5
 

@@ -7,11 +7,10 @@ from typing import Any
 
 import pytest
 
-from agent.filter import FilterFile, FilterHeader, ScenarioRate
 from env.splits import split_assignment
-from training.data_order import DataPlanError, cold_start_seeds, plan_data
+from training.data_order import DataPlanError, cold_start_seeds, curriculum_seeds, plan_data
+from training.filter import FilterFile, FilterHeader, ScenarioRate
 from training.runs import RunConfig
-from training.trl_data import curriculum_seeds
 
 
 def make_run(**sections: dict[str, Any]) -> RunConfig:

@@ -1,4 +1,5 @@
-"""training.eval_checkpoint: the latest checkpoint, served by the backend, graded as eval/run.py."""
+"""training.art.eval_checkpoint: the latest checkpoint, served by the backend, graded as
+eval/run.py grades."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from env.splits import split_seeds
 from eval.compare import main as compare
 from tests.support.scripted_server import ScriptedOpenAIServer
 from tests.train.loop_fixtures import ReferenceOrQuit, fake_backend, small_run
-from training.eval_checkpoint import evaluate
+from training.art.eval_checkpoint import evaluate
 
 
 def test_the_latest_checkpoint_is_evaluated_into_eval_run_files(tmp_path, capsys):

@@ -1,6 +1,6 @@
-"""training.gpu_smoke on CPU: the command's edges and every check that needs no GPU.
+"""training.art.gpu_smoke on CPU: the command's edges and every check that needs no GPU.
 
-The GPU side (training/gpu_smoke_device.py) cannot run here; what it feeds these functions is
+The GPU side (training/art/gpu_smoke_device.py) cannot run here; what it feeds these functions is
 built from the toy rollout and ART's own tokenisation instead.
 """
 
@@ -15,11 +15,10 @@ import pytest
 from tests.train.test_token_alignment import art_tokenize, groups_of
 from tests.train.toy_rollout import run_rollout, three_turn_script, vllm_prompt_ids
 from tests.train.toy_tokenizer import build_toy_tokenizer
-from training.art_fixes import prepare_groups_for_training
-from training.backends import internal_config
-from training.gpu_smoke import (
-    SMOKE_GROUP_SIZE,
-    SMOKE_MAX_TURNS,
+from training.art.backends import internal_config
+from training.art.fixes import prepare_groups_for_training
+from training.art.gpu_smoke import SMOKE_GROUP_SIZE, SMOKE_MAX_TURNS, smoke_run
+from training.art.gpu_smoke_checks import (
     Check,
     SmokeReport,
     Turn,
@@ -27,11 +26,10 @@ from training.gpu_smoke import (
     parse_gpu_memory,
     render_report,
     sampled_token_ids,
-    smoke_run,
     template_check,
     turn_prompts,
 )
-from training.runs import RunConfigError, load_run
+from training.runs import RunConfigError, load_run_config
 
 REPO = Path(__file__).resolve().parents[2]
 QWEN_LIKE = "{% if enable_thinking %}...{% endif %}{% if preserve_thinking %}...{% endif %}"
@@ -39,7 +37,7 @@ QWEN_LIKE = "{% if enable_thinking %}...{% endif %}{% if preserve_thinking %}...
 
 def gpu_smoke(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "training.gpu_smoke", *args],
+        [sys.executable, "-m", "training.art.gpu_smoke", *args],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -80,7 +78,7 @@ def test_a_run_it_cannot_smoke_is_one_line(run):
 
 
 def test_the_smoke_trains_a_short_renamed_copy_of_the_run(tmp_path):
-    run = load_run("binary-01")
+    run = load_run_config("binary-01")
     smoke = smoke_run(run, "Qwen/Qwen3.5-27B", tmp_path)
     assert smoke.name == "binary-01-smoke" and smoke.backend.path == str(tmp_path)
     assert smoke.base_model == "Qwen/Qwen3.5-27B" and smoke.lora == run.lora
@@ -102,7 +100,7 @@ def test_the_template_check_reports_what_art_forces_and_fails_on_a_difference():
     assert lone.mentions == ("enable_thinking", "preserve_thinking")
     assert lone.training == {"enable_thinking": False, "preserve_thinking": True}
     assert lone.differing == ["preserve_thinking"] and lone.as_check().status == "fail"
-    ours = internal_config(load_run("binary-01"))["chat_template_kwargs"]
+    ours = internal_config(load_run_config("binary-01"))["chat_template_kwargs"]
     assert template_check(QWEN_LIKE, ours).as_check().status == "pass"
     plain = template_check("{{ messages }}", None)
     assert plain.mentions == () and plain.training == {} and plain.as_check().status == "pass"

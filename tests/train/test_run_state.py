@@ -1,4 +1,4 @@
-"""training.run_state: the files beside ART's, read back safely (no ART, no GPU)."""
+"""training.art.run_state: the files beside ART's, read back safely (no ART, no GPU)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from training import run_state
-from training.run_state import RunChanged
-from training.runs import load_run
+from training.art import run_state
+from training.art.run_state import RunChanged
+from training.runs import load_run_config
 
 
 def checkpoint(directory: Path, step: int, *, weights: bytes = b"\x00" * 16) -> Path:
@@ -44,7 +44,7 @@ def test_a_second_cut_save_of_the_same_step_is_kept_beside_the_first(tmp_path):
 
 
 def test_an_unreadable_ledger_counts_as_a_changed_run(tmp_path):
-    run = load_run("binary-01")
+    run = load_run_config("binary-01")
     checkpoint(tmp_path, 0)
     run_state.record_run(tmp_path, run, "data-1")
     (tmp_path / run_state.RUN_FILE).write_bytes(b"\xff{ cut")

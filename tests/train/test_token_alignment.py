@@ -13,7 +13,7 @@ from tests.train.toy_rollout import (
     three_turn_script,
 )
 from tests.train.toy_tokenizer import build_toy_tokenizer
-from training.art_fixes import prepare_groups_for_training
+from training.art.fixes import prepare_groups_for_training
 
 TOOL_SCHEMA_FORMAT = "vllm_openai"
 

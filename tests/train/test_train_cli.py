@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from training.art.export import export_checkpoint, model_card
+from training.art.plan import ASSUMED_SECONDS_PER_ROLLOUT, estimate
+from training.art.run_state import STEP_SECONDS_KEY, model_dir
 from training.data_order import plan_data
-from training.export import export_checkpoint, model_card
-from training.plan import ASSUMED_SECONDS_PER_ROLLOUT, estimate
-from training.run_state import STEP_SECONDS_KEY, model_dir
-from training.runs import load_run
+from training.runs import load_run_config
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -136,21 +136,21 @@ def test_export_refuses_a_checkpoint_without_adapter_weights(tmp_path, monkeypat
     directory = fake_checkpoint(tmp_path, "binary-01", 3)
     (directory / "checkpoints" / "0003" / "adapter_model.safetensors").unlink()
     monkeypatch.chdir(tmp_path)
-    from training.export import ExportError
+    from training.art.export import ExportError
 
     with pytest.raises(ExportError, match="holds no PEFT adapter"):
-        export_checkpoint(load_run("binary-01"), tmp_path / "out")
+        export_checkpoint(load_run_config("binary-01"), tmp_path / "out")
 
 
 def test_the_model_card_says_when_no_validation_was_logged():
-    card = model_card(load_run("shaped-01"), 5, history=[])
+    card = model_card(load_run_config("shaped-01"), 5, history=[])
     assert "No validation was logged" in card
     assert "shaped: root_cause 0.35" in card
 
 
 def test_the_budget_uses_the_measured_step_time_once_the_run_has_one(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    run = load_run("binary-01")
+    run = load_run_config("binary-01")
     data = plan_data(run)
     assumed = estimate(run, data)
     assert assumed.step_seconds == 64 * ASSUMED_SECONDS_PER_ROLLOUT

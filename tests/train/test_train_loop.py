@@ -1,4 +1,4 @@
-"""train.py's GRPO loop (`training.art_loop.train`) end to end on CPU with FakeBackendForTests.
+"""train.py's GRPO loop (`training.art.loop.train`) end to end on CPU with FakeBackendForTests.
 
 The policy is a scripted model served over HTTP on 127.0.0.1 and reached through ART's own
 client; rollouts go through agent.rollout, graded validation through eval.grader.
@@ -20,11 +20,11 @@ from tests.train.loop_fixtures import (
     scripted_model,
     small_run,
 )
-from training import run_state
-from training.art_loop import TrainingSummary, train
-from training.backends import train_kwargs
+from training.art import run_state
+from training.art.backends import train_kwargs
+from training.art.loop import TrainingSummary, train
+from training.art.run_state import RunChanged
 from training.data_order import DataPlan
-from training.run_state import RunChanged
 from training.runs import RunConfig
 
 

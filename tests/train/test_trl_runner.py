@@ -17,16 +17,17 @@ import pytest
 pytest.importorskip("trl")
 pytest.importorskip("peft")
 
+from agent.tiny_model import build_tiny_model
 from env.generator import generate
 from env.ledger_env import LedgerEnv
 from env.scenario import Scenario, Truth, reveal_truth
 from env.splits import split_seeds
 from env.tools import TOOL_NAMES, BillingTools
 from rewards.reward import RewardConfig
-from training.runs import load_run
-from training.tiny_model import build_tiny_model
-from training.trl_data import corpus_lines, curriculum_seeds, fitted_reference, replay
-from training.trl_env import LedgerTrlEnv, tool_format_reward, trl_tool_schemas
+from training.data_order import curriculum_seeds
+from training.runs import load_run_config
+from training.trl.data import corpus_lines, fitted_reference, replay
+from training.trl.episode_env import LedgerTrlEnv, tool_format_reward, trl_tool_schemas
 
 SEED = curriculum_seeds("train", ["L1"], 1)[0]
 
@@ -234,8 +235,8 @@ def test_warm_start_loss_equals_a_plain_forward_over_assistant_tokens(model_dir:
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import SFTConfig, SFTTrainer
 
-    from training.trl_runner import _Tokens
-    from training.trl_sft import _assistant_scored
+    from training.trl.runner import _Tokens
+    from training.trl.sft import _assistant_scored
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     tokens = _Tokens(tokenizer, trl_tool_schemas())
@@ -278,9 +279,9 @@ def test_warm_start_loss_equals_a_plain_forward_over_assistant_tokens(model_dir:
 def test_hf_policy_drives_an_episode_through_the_eval_path(model_dir: Path) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from agent.hf_policy import HfPolicy
     from agent.rollout import RolloutConfig
-    from training.hf_policy import HfPolicy
-    from training.trl_report import evaluate
+    from training.trl.report import evaluate
 
     model = AutoModelForCausalLM.from_pretrained(model_dir).eval()
     policy = HfPolicy(
@@ -295,9 +296,9 @@ def test_hf_policy_drives_an_episode_through_the_eval_path(model_dir: Path) -> N
 
 
 def test_a_short_real_run_writes_metrics_curve_adapter_and_summary(tmp_path: Path) -> None:
-    from training.trl_runner import run_trl
+    from training.trl.runner import run_trl
 
-    base = load_run("cpu-smoke")
+    base = load_run_config("cpu-smoke")
     assert base.trl is not None
     run = base.model_copy(
         update={

@@ -1,0 +1,44 @@
+"""`python -m experiments.reward_lab [--quick] [--seed N] [--out DIR]`: run the four experiments,
+print the tables, write outputs/lab/{report.md, summary.json, lab.png}."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from experiments.reward_lab.experiments import SCALES, run_all
+from experiments.reward_lab.report import ROOT, write
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m experiments.reward_lab", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="every part at a small size (CI)")
+    parser.add_argument("--scale", choices=sorted(SCALES), help="overrides --quick")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=ROOT / "outputs" / "lab")
+    args = parser.parse_args(argv)
+    if args.seed < 0:
+        parser.error("--seed must be 0 or more")
+    scale = SCALES[args.scale or ("quick" if args.quick else "default")]
+    started = time.perf_counter()
+
+    def say(line: str) -> None:
+        print(f"[{time.perf_counter() - started:6.1f} s] {line}", flush=True)
+
+    results = run_all(scale, args.seed, say)
+    try:
+        paths = write(results, args.out)
+    except OSError as exc:
+        print(f"error: cannot write the report to {args.out}: {exc}", file=sys.stderr)
+        return 1
+    print()
+    print(paths[0].read_text(encoding="utf-8"))
+    print("wrote " + ", ".join(str(p) for p in paths))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,74 @@
+"""training.filter: per-scenario success rates, resumable, refusing to mix measurements."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+from typing import Any
+
+from env.generator import generate
+from env.scenario import reveal_truth
+from env.splits import split_seeds
+from tests.support.scripted_server import ScriptedOpenAIServer, text_turn, tool_call_turn
+from training.filter import main, progress_path, read_filter
+
+
+def test_the_reference_solves_every_scenario_every_time(tmp_path, capsys):
+    out = tmp_path / "rates.json"
+    assert main(["--model", "reference", "--limit", "3", "--samples", "2", "--out", str(out)]) == 0
+    measured = read_filter(out)
+    assert sorted(measured.scenarios) == [f"train-{seed}" for seed in split_seeds("train", 3)]
+    assert {(row.samples, row.successes, row.rate) for row in measured.scenarios.values()} == {
+        (2, 2, 1.0)
+    }
+    assert measured.informative() == set()
+    assert "3 scenarios, 0 with 0 < rate < 1" in capsys.readouterr().out
+
+
+def test_a_rerun_measures_only_the_scenarios_not_yet_measured(tmp_path, capsys):
+    out = tmp_path / "rates.json"
+    args = ["--model", "reference", "--samples", "1", "--out", str(out)]
+    assert main([*args, "--limit", "2"]) == 0
+    assert main([*args, "--limit", "4"]) == 0
+    assert "resuming" in capsys.readouterr().err
+    lines = progress_path(out).read_text().splitlines()
+    assert len(lines) == 1 + 4  # the header, then each scenario once
+    assert len(read_filter(out).scenarios) == 4
+
+
+def test_a_file_measured_with_other_settings_is_refused_unless_forced(tmp_path, capsys):
+    out = tmp_path / "rates.json"
+    assert main(["--model", "reference", "--limit", "1", "--samples", "1", "--out", str(out)]) == 0
+    again = ["--model", "reference", "--limit", "1", "--samples", "2", "--out", str(out)]
+    assert main(again) == 2
+    assert "samples=1 (now 2)" in capsys.readouterr().err
+    assert main([*again, "--force"]) == 0
+    assert read_filter(out).header.samples == 2
+
+
+def test_a_served_model_that_solves_half_the_time_has_rate_one_half(tmp_path):
+    seeds = split_seeds("train", 2)
+    scenarios = {generate("train", seed).complaint: generate("train", seed) for seed in seeds}
+    starts: Counter[str] = Counter()
+    lock = threading.Lock()
+
+    def every_other_episode_quits(body: dict[str, Any]) -> dict[str, Any]:
+        complaint = next(m["content"] for m in body["messages"] if m["role"] == "user")
+        scenario = scenarios[complaint]
+        turn = sum(1 for m in body["messages"] if m["role"] == "assistant")
+        if turn == 0:
+            with lock:
+                starts[complaint] += 1
+                if starts[complaint] % 2 == 0:
+                    return text_turn("No idea.")
+        call = reveal_truth(scenario).reference[turn]
+        return tool_call_turn(call.name, call.arguments)
+
+    out = tmp_path / "rates.json"
+    with ScriptedOpenAIServer(every_other_episode_quits) as server:
+        args = ["--base-url", server.base_url, "--model-name", "scripted", "--limit", "2"]
+        assert main([*args, "--samples", "4", "--out", str(out)]) == 0
+    rows = json.loads(out.read_text())["scenarios"].values()
+    assert [(row["samples"], row["successes"]) for row in rows] == [(4, 2), (4, 2)]
+    assert read_filter(out).informative() == {f"train-{seed}" for seed in seeds}

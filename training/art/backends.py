@@ -1,0 +1,180 @@
+"""Where GRPO runs: `[backend] kind` -> an ART backend, the trainable model, and train keywords.
+
+- "local": `LocalBackend(path=...)` on this machine's GPU (Unsloth trains, ART's vLLM serves);
+  needs the `[train]` extra, uv and CUDA. Not Megatron: ART 0.5.18 imports it while building
+  the model config, and `agent.art_guard` stands in for that import. Multi-GPU runs would use
+  ART's `MegatronBackend` (not wired: see docs/gpu.md).
+- "serverless": `ServerlessBackend` (W&B Training) on hosted GPUs; needs WANDB_API_KEY.
+- "tinker": `art.tinker.TinkerBackend` (ART tokenises here, Tinker trains); needs
+  TINKER_API_KEY and `pip install 'openpipe-art[tinker]==0.5.18'`.
+`missing_requirements` names what is missing in one line; it never imports ART, and torch only
+for its last check (CUDA).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+from typing import TYPE_CHECKING, Any, cast
+
+from agent.api_policies import is_qwen35
+from training.art.run_state import art_path
+from training.runs import RunConfig
+
+if TYPE_CHECKING:
+    from agent.art_import import art
+
+TRAIN_EXTRA = "pip install -e '.[train]'"
+TINKER_EXTRA = "pip install 'openpipe-art[tinker]==0.5.18'"
+# vLLM's parser for Qwen3.5's XML tool calls; ART's default ("hermes") does not parse them
+QWEN35_TOOL_PARSER = "qwen3_coder"
+# ART renders training with preserve_thinking=True whenever the template names it
+# (art/preprocessing/tokenize.py `_chat_template_kwargs`); saying so here sends the same to
+# vLLM on every request (ART's client adds these), and a template that ignores it is unchanged
+QWEN35_CHAT_TEMPLATE_KWARGS = {"enable_thinking": False, "preserve_thinking": True}
+VLLM_MAX_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)  # [lora] rank is at most 512
+
+
+class BackendUnavailable(RuntimeError):
+    """This machine cannot run the run's backend; the message says what to install or set."""
+
+
+def missing_requirements(run: RunConfig) -> str | None:
+    """One line naming what is missing (packages, GPU, API key), or None when all is there."""
+    kind = run.backend.kind
+    if kind == "serverless":
+        if not os.environ.get("WANDB_API_KEY"):
+            return "backend 'serverless' (W&B Training) needs WANDB_API_KEY in the environment"
+        return None
+    if kind == "tinker":
+        if not os.environ.get("TINKER_API_KEY"):
+            return "backend 'tinker' needs TINKER_API_KEY in the environment"
+        missing = _missing_modules("tinker", "tinker_cookbook", "fastapi", "torch")
+        return f"backend 'tinker' needs {TINKER_EXTRA} (missing: {missing})" if missing else None
+    missing = _missing_modules("torch", "unsloth", "peft", "wandb")
+    if missing:
+        return (
+            f"backend 'local' trains on a CUDA GPU and needs the [train] extra: {TRAIN_EXTRA} "
+            f"(missing here: {missing}); docs/gpu.md has the exact setup"
+        )
+    if not (shutil.which("uv") or os.environ.get("ART_VLLM_RUNTIME_BIN")):
+        return (
+            "ART builds its vLLM runtime with uv on first use: install uv (>= 0.6.15) or set "
+            "ART_VLLM_RUNTIME_BIN to a prebuilt art-vllm-runtime-server; see docs/gpu.md"
+        )
+    import torch  # only now: importing it takes seconds and --check must not
+
+    if not torch.cuda.is_available():
+        return "backend 'local' needs a CUDA GPU and torch sees none; see docs/gpu.md"
+    return None
+
+
+def _missing_modules(*names: str) -> str:
+    return ", ".join(name for name in names if not _importable(name))
+
+
+def _importable(name: str) -> bool:
+    """Without importing it; a dotted name whose parent package is absent is missing too."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def make_backend(run: RunConfig) -> art.Backend:
+    """The backend for `[backend] kind`; call `missing_requirements` first for a clean message."""
+    from agent.art_import import art
+
+    kind, path = run.backend.kind, str(art_path(run))
+    if kind == "serverless":
+        return art.ServerlessBackend()
+    if kind == "tinker":
+        try:
+            from art.tinker import TinkerBackend
+        except ImportError as exc:
+            raise BackendUnavailable(f"backend 'tinker' needs {TINKER_EXTRA} ({exc})") from None
+        return cast("art.Backend", TinkerBackend(path=path))
+    from art.local import LocalBackend
+
+    return cast("art.Backend", LocalBackend(path=path))
+
+
+def build_model(run: RunConfig) -> art.TrainableModel:
+    from agent.art_import import art
+
+    return art.TrainableModel(
+        name=run.name,
+        project=run.backend.project,
+        base_model=run.base_model,
+        base_path=str(art_path(run)),
+        report_metrics=["wandb"] if run.backend.wandb else [],  # [] keeps W&B off
+        _internal_config=internal_config(run),
+    )
+
+
+def internal_config(run: RunConfig) -> art.dev.InternalModelConfig:
+    """LoRA shape, vLLM memory share and the chat-template settings training and vLLM share."""
+    from agent.art_import import art
+
+    lora = run.lora
+    peft: dict[str, Any] = {"r": lora.rank, "lora_alpha": lora.alpha}
+    peft["target_modules"] = list(lora.target_modules)
+    if lora.dropout:
+        peft["lora_dropout"] = lora.dropout
+    config = art.dev.InternalModelConfig(
+        peft_args=cast("art.dev.PeftArgs", peft),
+        # ART's default tool JSON order differs from vLLM's; the token-alignment test covers it
+        chat_template_tool_schema_format="vllm_openai",
+    )
+    # ART drops trajectories longer than max_seq_length; vLLM must not sample them either
+    config["init_args"] = {"max_seq_length": run.grpo.max_seq_length}
+    if run.backend.kind == "local":
+        config["engine_args"] = {
+            "gpu_memory_utilization": run.backend.gpu_memory_utilization,
+            "max_model_len": run.grpo.max_seq_length,
+            "max_lora_rank": vllm_max_lora_rank(lora.rank),
+        }
+    if is_qwen35(run.base_model):  # inference and training must render the same tokens
+        config["chat_template_kwargs"] = dict(QWEN35_CHAT_TEMPLATE_KWARGS)
+    if run.backend.kind == "tinker":
+        from art.tinker import get_renderer_name
+
+        config["tinker_args"] = {
+            "renderer_name": get_renderer_name(run.base_model),
+            "training_client_args": {"rank": lora.rank},
+        }
+    return config
+
+
+def vllm_max_lora_rank(rank: int) -> int:
+    """vLLM accepts only these values for max_lora_rank (vllm/config/lora.py, MaxLoRARanks)."""
+    return next(allowed for allowed in VLLM_MAX_LORA_RANKS if allowed >= rank)
+
+
+def server_config(run: RunConfig) -> art.dev.OpenAIServerConfig | None:
+    """vLLM's tool parser; the internal config has no place for it (register takes it)."""
+    from agent.art_import import art
+
+    if run.backend.kind != "local" or not is_qwen35(run.base_model):
+        return None
+    return art.dev.OpenAIServerConfig(server_args={"tool_call_parser": QWEN35_TOOL_PARSER})
+
+
+def train_kwargs(run: RunConfig) -> dict[str, Any]:
+    """`backend.train` keywords for the run's loss; ServerlessBackend spells the loss `ppo=`."""
+    loss = run.loss
+    kwargs: dict[str, Any] = {
+        "learning_rate": run.grpo.learning_rate,
+        "scale_rewards": loss.scale_rewards,
+        "importance_sampling_level": loss.importance_sampling_level,
+    }
+    if loss.epsilon is not None:
+        kwargs["epsilon"] = loss.epsilon
+    if loss.epsilon_high is not None:
+        kwargs["epsilon_high"] = loss.epsilon_high
+    if run.backend.kind == "serverless":
+        if loss.kl_penalty_coef:
+            raise BackendUnavailable("backend 'serverless' does not take kl_penalty_coef")
+        return kwargs | {"ppo": loss.loss_fn == "ppo"}
+    return kwargs | {"loss_fn": loss.loss_fn, "kl_penalty_coef": loss.kl_penalty_coef}

@@ -1,0 +1,247 @@
+"""The GRPO loop on ART: register, resume, (cold start), then gather -> prepare -> train -> log.
+
+`train(run, backend, data)` is the whole loop with the backend passed in: train.py gives it
+LocalBackend (or a hosted one), the tests give it `FakeBackendForTests` and a scripted server.
+Step N always takes `data.batch(N - 1)`, so a killed run resumes with the scenarios it would
+have taken. Per step: failed rollouts are logged and dropped, groups with equal rewards are
+counted and dropped (`training.art.fixes`), the ORIGINAL groups are logged, the prepared copies
+trained. After each validation only the latest and the best (val pass^1) checkpoints are kept;
+before registering, a newest checkpoint without adapter files is set aside. It stops at
+max_steps, or when the next step would pass the wall-clock limit.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from agent.rollout import RolloutConfig, rollout
+from env.generator import generate
+from env.scenario import Scenario
+from training.art import run_state
+from training.art.backends import build_model, server_config, train_kwargs
+from training.art.cold_start import check_teacher, ensure_cold_start
+from training.art.fixes import prepare_groups_for_training
+from training.art.trainable_policy import TrainableModelPolicy
+from training.art.validation import (
+    ValidationResult,
+    scenario_group,
+    validate,
+    validation_scenarios,
+)
+from training.data_order import DataPlan
+from training.runs import RunConfig
+
+if TYPE_CHECKING:
+    from agent.art_import import art
+
+Say = Callable[[str], None]
+StopReason = Literal["max_steps", "wall_clock"]
+# More than this share of a step's rollouts failing is not noise but a broken server or bug
+MAX_FAILED_ROLLOUT_SHARE = 0.5
+
+
+@dataclass(frozen=True)
+class StepReport:
+    step: int  # the checkpoint this step produced
+    grpo_step: int  # 1-based count of GRPO steps
+    scenario_ids: list[str]
+    reward_mean: float
+    groups: int
+    zero_variance_groups: int
+    trained_groups: int
+    failed_rollouts: int
+    seconds: float
+
+
+@dataclass
+class TrainingSummary:
+    first_step: int  # the checkpoint training resumed from
+    last_step: int = 0
+    stopped_by: StopReason = "max_steps"
+    steps: list[StepReport] = field(default_factory=list)
+    validations: list[ValidationResult] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def rollout_config(run: RunConfig) -> RolloutConfig:
+    section = run.rollout
+    return RolloutConfig(
+        tool_budget=section.tool_budget, max_turns=section.max_turns, reward=run.reward
+    )
+
+
+async def train(
+    run: RunConfig,
+    backend: art.Backend,
+    data: DataPlan,
+    *,
+    max_steps: int | None = None,
+    force: bool = False,
+    say: Say = print,
+) -> TrainingSummary:
+    """`max_steps` caps this invocation below the run's own (a smoke run); both count GRPO steps."""
+    started = time.monotonic()
+    directory = run_state.model_dir(run)
+    # refusals first: a changed config or a teacher without its API key must not cost a start-up
+    if run.backend.kind == "local":  # the other backends keep checkpoints elsewhere
+        for warning in run_state.set_aside_incomplete_checkpoints(directory):
+            say(warning)
+    note = run_state.record_run(directory, run, data.fingerprint(), force=force)
+    check_teacher(run, directory)
+    model = build_model(run)
+    await model.register(backend, _openai_client_config=server_config(run))
+    summary = TrainingSummary(first_step=await model.get_step(), notes=[note] if note else [])
+    offset = await ensure_cold_start(run, model, directory, say)
+    policy = TrainableModelPolicy(model, run.rollout)
+    config = rollout_config(run)
+    val_scenarios = validation_scenarios(run)
+    last = min(run.grpo.max_steps, max_steps or run.grpo.max_steps)
+    done = await model.get_step() - offset
+    say(f"{run.name}: checkpoint {done + offset}, GRPO step {done} of {last}")
+    durations: list[float] = []
+    while done < last:
+        if _validation_due(run, done, directory, offset):
+            summary.validations.append(
+                await _validate(model, policy, val_scenarios, run, config, done + offset, say)
+            )
+        report = await train_step(run, model, backend, policy, data, done, config, say)
+        summary.steps.append(report)
+        durations.append(report.seconds)
+        done += 1
+        if done < last and _out_of_time(run, started, durations):
+            summary.stopped_by = "wall_clock"
+            say(f"stopping after step {report.step}: the next step would pass the wall-clock limit")
+            break
+    else:  # reached the last step (not after a wall-clock stop: that budget is spent)
+        if _validation_due(run, done, directory, offset, final=True):
+            summary.validations.append(
+                await _validate(model, policy, val_scenarios, run, config, done + offset, say)
+            )
+    summary.last_step = await model.get_step()
+    return summary
+
+
+async def train_step(
+    run: RunConfig,
+    model: art.TrainableModel,
+    backend: art.Backend,
+    policy: TrainableModelPolicy,
+    data: DataPlan,
+    index: int,
+    config: RolloutConfig,
+    say: Say,
+) -> StepReport:
+    """GRPO step `index + 1`: the batch `data.batch(index)`, one checkpoint, one history row."""
+    started = time.monotonic()
+    scenarios = [generate(data.split, seed) for seed in data.batch(index)]
+    groups = await gather_groups(
+        policy, scenarios, run.grpo.group_size, config, f"step {index + 1}"
+    )
+    failed = _log_failures(groups, say)
+    # train on repaired copies; log the originals (the copies lack intermediate tool calls)
+    prepared, prep = prepare_groups_for_training(groups)
+    # With no group left ART takes no gradient step but still moves the checkpoint on, so
+    # step N and batch N stay one to one and no step's logged trajectories are overwritten.
+    result = await backend.train(model, prepared, **train_kwargs(run))
+    seconds = time.monotonic() - started
+    metrics = result.metrics | prep.as_metrics()
+    metrics |= {"data/failed_rollouts": float(failed), "data/grpo_step": float(index + 1)}
+    metrics[run_state.STEP_SECONDS_KEY] = seconds
+    await model.log(groups, metrics=metrics, step=result.step, split="train")
+    rewards = [t.reward for group in groups for t in group.trajectories]
+    report = StepReport(
+        step=result.step,
+        grpo_step=index + 1,
+        scenario_ids=[scenario.scenario_id for scenario in scenarios],
+        reward_mean=statistics.fmean(rewards) if rewards else 0.0,
+        groups=len(groups),
+        zero_variance_groups=prep.zero_variance_groups,
+        trained_groups=prep.groups_out,
+        failed_rollouts=failed,
+        seconds=seconds,
+    )
+    say(_step_line(report))
+    return report
+
+
+async def gather_groups(
+    policy: TrainableModelPolicy,
+    scenarios: list[Scenario],
+    group_size: int,
+    config: RolloutConfig,
+    desc: str,
+) -> list[art.TrajectoryGroup]:
+    """One group of `group_size` rollouts per scenario; failures stay in `group.exceptions`."""
+    from agent.art_import import art
+
+    return await art.gather_trajectory_groups(
+        [
+            scenario_group((rollout(policy, scenario, config) for _ in range(group_size)), scenario)
+            for scenario in scenarios
+        ],
+        pbar_desc=desc,
+        max_metrics=1,  # the progress bar shows the mean reward, not every metric
+        max_exceptions=MAX_FAILED_ROLLOUT_SHARE,  # a share of the step's rollouts
+    )
+
+
+def _log_failures(groups: list[art.TrajectoryGroup], say: Say) -> int:
+    failed = 0
+    for group in groups:
+        for exception in group.exceptions:
+            failed += 1
+            where = group.metadata.get("scenario_id", "?")
+            reason = f"{exception.type}: {exception.message[:200]}"
+            say(f"  rollout failed on {where} (dropped): {reason}")
+    return failed
+
+
+def _step_line(report: StepReport) -> str:
+    share = report.zero_variance_groups / report.groups if report.groups else 0.0
+    return (
+        f"step {report.step} (GRPO {report.grpo_step}): reward {report.reward_mean:.3f}, "
+        f"equal-reward groups {report.zero_variance_groups}/{report.groups} ({share:.0%}) dropped, "
+        f"trained {report.trained_groups}, failed rollouts {report.failed_rollouts}, "
+        f"{report.seconds:.1f} s"
+    )
+
+
+def _validation_due(
+    run: RunConfig, done: int, directory: Path, offset: int, *, final: bool = False
+) -> bool:
+    """Every `every_steps` GRPO steps from step 0 (the base), and at the end; never twice."""
+    if not final and done % run.validation.every_steps:
+        return False
+    return done + offset not in run_state.validated_steps(run_state.read_history(directory))
+
+
+async def _validate(
+    model: art.TrainableModel,
+    policy: TrainableModelPolicy,
+    scenarios: list[Scenario],
+    run: RunConfig,
+    config: RolloutConfig,
+    step: int,
+    say: Say,
+) -> ValidationResult:
+    result = await validate(model, policy, scenarios, run, config, step)
+    where = f"{result.scenarios} {run.validation.split} scenarios"
+    say(f"validation at step {step}: pass^1 {result.pass1:.3f} on {where}")
+    # keep the latest checkpoint and the best by val pass^1, not one adapter per step
+    await model.delete_checkpoints(best_checkpoint_metric=run_state.PASS1_KEY)
+    kept = run_state.checkpoint_steps(run_state.model_dir(run))
+    if kept:
+        say("  kept checkpoints (latest, best val pass^1): " + ", ".join(f"{s:04d}" for s in kept))
+    return result
+
+
+def _out_of_time(run: RunConfig, started: float, durations: list[float]) -> bool:
+    """Stop before a step that would end past the limit (a step is about the recent mean)."""
+    elapsed = time.monotonic() - started
+    expected = statistics.fmean(durations[-5:])
+    return elapsed + expected > run.grpo.wall_clock_hours * 3600

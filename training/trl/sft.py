@@ -1,0 +1,120 @@
+"""The SFT warm start of the CPU path: full-weight SFT of the tiny model on fitted references.
+
+TRL's SFTTrainer with assistant-only loss, and a `compute_loss` made for this data on CPU:
+every example opens with the same long prompt, so a batch runs it once (see
+`_assistant_scored`); the loss equals TRL's (tests/train/test_trl_runner.py checks it).
+Used by `training.trl.runner`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from training.runs import TrlSection
+from training.trl.data import SftExample
+from training.trl.episode_env import trl_tool_schemas
+
+
+def warm_start(
+    trl: TrlSection,
+    model_dir: str | Path,
+    tokenizer: Any,
+    examples: list[SftExample],
+    out: Path,
+    *,
+    seed: int = 0,
+) -> Path:
+    """Full-weight SFT of the tiny model on the fitted references (assistant tokens only)."""
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM
+    from trl import SFTConfig, SFTTrainer
+
+    tools = json.dumps(trl_tool_schemas())  # a string column keeps Arrow out of the schema
+    rows = [{"messages": ex.messages, "tools": tools} for ex in examples]
+    args = SFTConfig(
+        output_dir=str(out / "sft"),
+        max_steps=trl.sft_steps,
+        per_device_train_batch_size=trl.sft_batch_size,
+        learning_rate=trl.sft_learning_rate,
+        lr_scheduler_type="cosine",
+        warmup_steps=max(1, trl.sft_steps // 20),
+        max_length=None,  # examples are fitted to the context already; never cut the submit
+        assistant_only_loss=True,
+        use_cpu=True,
+        bf16=False,
+        activation_checkpointing=False,  # TRL defaults it on; slow on CPU
+        save_strategy="no",
+        report_to="none",
+        disable_tqdm=True,
+        logging_steps=max(1, trl.sft_steps // 5),
+        seed=seed,
+    )
+    model = AutoModelForCausalLM.from_pretrained(model_dir)
+    trainer = _assistant_scored(SFTTrainer)(
+        model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tokenizer
+    )
+    if trl.sft_steps > 0:
+        trainer.train()
+    warm = out / "warm_start"
+    trainer.save_model(str(warm))
+    tokenizer.save_pretrained(str(warm))
+    return warm
+
+
+def _assistant_scored(base: type) -> type:
+    """SFTTrainer whose loss runs the shared prompt once per batch and scores only replies.
+
+    Two CPU savings, same loss (mean NLL over assistant tokens): every example opens with the
+    same ~2,600-token system prompt and tool schemas, so the batch runs that prefix once and
+    the rest of each example on a copy of its KV cache (gradients flow back through it); and
+    only assistant positions are projected onto the vocabulary, where TRL 1.16's fused LM head
+    scores every position without Triton (trl/trainer/utils.py:1640-1650).
+    """
+    import torch
+    import torch.nn.functional as F
+
+    class AssistantScoredSFTTrainer(base):  # type: ignore[misc, valid-type]
+        def compute_loss(
+            self,
+            model: Any,
+            inputs: dict[str, Any],
+            return_outputs: bool = False,
+            num_items_in_batch: Any = None,
+        ) -> Any:
+            ids, mask, labels = inputs["input_ids"], inputs["attention_mask"], inputs["labels"]
+            shared = _shared_prefix(ids, mask, labels)
+            decoder = model.get_decoder()
+            cache = None
+            if shared > 0:
+                cache = decoder(input_ids=ids[:1, :shared], use_cache=True).cache
+                cache.batch_repeat_interleave(ids.size(0))
+            hidden = decoder(
+                input_ids=ids[:, shared:],
+                attention_mask=mask,
+                cache=cache,
+                use_cache=cache is not None,
+            ).last_hidden_state[:, :-1]
+            targets = labels[:, shared + 1 :]
+            keep = targets != -100
+            logits = model.get_output_embeddings()(hidden[keep]).float()
+            count = keep.sum() if num_items_in_batch is None else num_items_in_batch
+            total = F.cross_entropy(logits, targets[keep], reduction="sum")
+            loss = total / torch.as_tensor(count).clamp(min=1)
+            hits = (logits.argmax(-1) == targets[keep]).float()
+            self._metrics["train"]["mean_token_accuracy"].append(
+                hits.mean().item() if len(hits) else 0
+            )
+            return (loss, None) if return_outputs else loss
+
+    return AssistantScoredSFTTrainer
+
+
+def _shared_prefix(ids: Any, mask: Any, labels: Any) -> int:
+    """Leading columns equal in every row, unpadded, and ending before the first scored token."""
+    same = (ids == ids[:1]).all(0) & mask.bool().all(0)
+    common = int(same.long().cumprod(0).sum())
+    scored = (labels != -100).any(0).nonzero()
+    first = int(scored[0]) if len(scored) else ids.size(1)
+    return max(0, min(common, first - 1, ids.size(1) - 1))
