@@ -4,6 +4,8 @@
 
 It trains a throw-away copy of the run (`<run>-smoke`, under --path, deleted first) and checks,
 in order, stopping at the first failure:
+  kernels    transformers' Gated-DeltaNet layers (Qwen3.5, Qwen3-Next) take the fast path:
+             flash-linear-attention and causal-conv1d, not the pure-torch fallback
   register   LocalBackend starts (Unsloth + ART's vLLM) and the model registers
   template   the chat template: whether it mentions preserve_thinking / enable_thinking, what
              ART will force when it renders training tokens, and whether vLLM requests get
@@ -14,10 +16,12 @@ in order, stopping at the first failure:
              same messages, tools and settings) plus the sampled ids, against the tokens ART
              packs for training; they must agree position for position
   train      one backend.train step (a gradient step even when the group's rewards are equal)
+  precision  the base Unsloth trained on is the run's `[model] load_in_4bit` (bf16 or 4-bit)
   checkpoint vLLM serves `<run>-smoke@1` and samples from it
-and prints peak GPU memory (nvidia-smi, all processes) and the train step's time. Budget:
---timeout-s (600 s); the very first run on a machine also builds ART's vLLM runtime and
-downloads the model, which can take longer: rerun it (both are cached).
+and prints peak GPU memory (nvidia-smi, all processes) and the train step's time; the figures
+land in `<path>/<project>/models/<run>-smoke/ledgergym_smoke.json`, whose step time
+`train.py --check` uses for its budget. Budget: --timeout-s (600 s); the very first run on a
+machine also builds ART's vLLM runtime and downloads the model: pass --timeout-s 1800.
 Exit 0: every check passed; 1: a check failed (the report says which); 2: this machine cannot
 run it (no CUDA GPU, missing packages) or a bad argument, in one line.
 
@@ -30,25 +34,38 @@ the GPU part is `training.gpu_smoke_device`, imported only once the machine has 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib
+import logging
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Literal
 
 from openai.types.chat.chat_completion import Choice
 
+from training import run_state
 from training.runs import RunConfig, RunConfigError, load_run
 
 EXIT_FAILED = 1
 EXIT_UNAVAILABLE = 2
-SMOKE_SUFFIX = "-smoke"
+SMOKE_SUFFIX = run_state.SMOKE_SUFFIX
 # one group of this many rollouts, each cut short: enough to see tool calls, not a whole episode
 SMOKE_GROUP_SIZE = 2
 SMOKE_MAX_TURNS = 6
 SMOKE_MAX_TOKENS = 1024
 TEMPLATE_KEYS = ("enable_thinking", "preserve_thinking")
+# What transformers 5.2 logs (warning_once) when a Qwen3.5 / Qwen3-Next Gated-DeltaNet layer is
+# built without flash-linear-attention and causal-conv1d: "The fast path is not available
+# because one of the required library is not installed. Falling back to torch implementation."
+FAST_PATH_MESSAGE = "fast path is not available"
+GDN_MODELING = {  # training.backends.gdn_family -> the modeling module of its layers
+    "qwen3.5": "transformers.models.qwen3_5.modeling_qwen3_5",
+    "qwen3.next": "transformers.models.qwen3_next.modeling_qwen3_next",
+}
 
 Status = Literal["pass", "fail", "note"]
 
@@ -64,6 +81,7 @@ class Check:
 class SmokeReport:
     checks: list[Check] = field(default_factory=list)
     figures: dict[str, str] = field(default_factory=dict)
+    measured: dict[str, float | int | str] = field(default_factory=dict)  # for the record file
 
     @property
     def failed(self) -> bool:
@@ -85,7 +103,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--run", required=True, help="a run in runs/ (its LoRA, loss, rollout)")
     parser.add_argument("--base-model", help="another base model than the run's (a HF id)")
     parser.add_argument(
-        "--path", type=Path, default=Path(".art-smoke"), help="where the smoke model lives"
+        "--path", type=Path, default=Path(run_state.SMOKE_PATH), help="where the smoke model lives"
     )
     parser.add_argument("--timeout-s", type=float, default=600.0, help="the whole smoke's budget")
     args = parser.parse_args(argv)
@@ -251,6 +269,98 @@ def sampled_token_ids(tokens: Sequence[str]) -> list[int]:
     return ids
 
 
+def gdn_modeling_module(base_model: str) -> str | None:
+    """The transformers module of the base model's Gated-DeltaNet layers; None without them."""
+    from training.backends import gdn_family
+
+    family = gdn_family(base_model)
+    return GDN_MODELING.get(family) if family else None
+
+
+def probe_gdn_fast_path(module_name: str) -> tuple[bool | None, list[str]]:
+    """transformers' own verdict: its `is_fast_path_available`, and what it logs building a layer.
+
+    Imports the modeling module and builds one tiny Gated-DeltaNet layer (a few hundred
+    parameters, on CPU) while collecting the records of the "transformers" logger: the
+    constructor logs FAST_PATH_MESSAGE when it falls back to torch. Unsloth builds the real
+    model in a child process, whose log the smoke cannot read; this is the same code, here.
+    """
+    messages: list[str] = []
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = lambda record: messages.append(record.getMessage())  # type: ignore[method-assign]
+    logger = logging.getLogger("transformers")
+    logger.addHandler(handler)
+    try:
+        module = importlib.import_module(module_name)
+        layer = next((getattr(module, n) for n in dir(module) if n.endswith("GatedDeltaNet")), None)
+        if layer is not None:
+            with contextlib.suppress(Exception):  # another transformers may want other fields
+                layer(_tiny_gdn_config(), layer_idx=0)
+    finally:
+        logger.removeHandler(handler)
+    return getattr(module, "is_fast_path_available", None), messages
+
+
+def _tiny_gdn_config() -> Any:
+    """The fields transformers 5.2's Gated-DeltaNet constructors read, at toy sizes."""
+    return SimpleNamespace(
+        hidden_size=8,
+        linear_num_value_heads=2,
+        linear_num_key_heads=2,
+        linear_key_head_dim=4,
+        linear_value_head_dim=4,
+        linear_conv_kernel_dim=4,
+        hidden_act="silu",
+        rms_norm_eps=1e-6,
+        layer_types=["linear_attention"],
+    )
+
+
+def kernel_check(fast_path: bool | None, messages: Sequence[str], importable: str) -> Check:
+    """Fails, in one line, when transformers reports its pure-torch Gated-DeltaNet fallback."""
+    slow = [message for message in messages if FAST_PATH_MESSAGE in message]
+    if slow or fast_path is False:
+        said = slow[0].split(". ")[0] if slow else "its is_fast_path_available is False"
+        return Check(
+            "kernels",
+            "fail",
+            f"transformers reports the Gated-DeltaNet slow path ({said}); {importable}; install "
+            "flash-linear-attention and causal-conv1d as docs/gpu.md says",
+        )
+    if fast_path:
+        return Check("kernels", "pass", f"Gated-DeltaNet fast path ({importable})")
+    detail = f"transformers names no Gated-DeltaNet fast path ({importable})"
+    return Check("kernels", "note", detail)
+
+
+def precision_check(load_in_4bit: bool, trained_on: str | None) -> Check:
+    """The base Unsloth loaded (the checkpoint's base_model_name_or_path) against the run's."""
+    asked = "4-bit" if load_in_4bit else "bf16"
+    setting = f"[model] load_in_4bit = {str(load_in_4bit).lower()}"
+    if not trained_on:
+        return Check("precision", "note", f"asked {asked} ({setting}); the adapter names no base")
+    four_bit = "4bit" in trained_on.lower().replace("-", "").replace("_", "")
+    loaded = "a 4-bit base" if four_bit else "a 16-bit base"
+    status: Status = "pass" if four_bit == load_in_4bit else "fail"
+    detail = f"asked {asked} ({setting}); trained on {trained_on} ({loaded})"
+    return Check("precision", status, detail)
+
+
+def smoke_record(run: RunConfig, report: SmokeReport) -> dict[str, Any]:
+    """What `train.py --check` reads back: the smoke's measured times, memory and verdicts."""
+    return {
+        "run": run.name,
+        "base_model": run.base_model,
+        "load_in_4bit": run.model.load_in_4bit,
+        "group_size": run.grpo.group_size,
+        "max_turns": run.rollout.max_turns,
+        "checks": {check.name: check.status for check in report.checks},
+        "passed": not report.failed,
+        "at": datetime.now(UTC).isoformat(timespec="seconds"),
+        **report.measured,
+    }
+
+
 def parse_gpu_memory(nvidia_smi_csv: str) -> int:
     """MiB used on all GPUs, from `nvidia-smi --query-gpu=memory.used` (csv,noheader,nounits)."""
     values = [line.strip() for line in nvidia_smi_csv.splitlines() if line.strip()]
@@ -281,11 +391,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         run = smoke_run(load_run(args.run), args.base_model, args.path)
     except RunConfigError as exc:
         return fail(exc)
-    from training.backends import missing_requirements
+    from training.backends import keep_wandb_off, missing_requirements
 
     missing = missing_requirements(run)
     if missing:
         return fail(f"the GPU smoke cannot run here: {missing}")
+    keep_wandb_off(run)  # the smoke's copy has [backend] wandb = false
     from agent.art_guard import import_art_for_training
 
     import_art_for_training()  # before anything imports art, as train.py does
@@ -293,6 +404,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     report = run_smoke(run, timeout_s=args.timeout_s)
     print(render_report(report, f"GPU smoke of {args.run} ({run.base_model}) as {run.name}"))
+    record = run_state.write_smoke_record(run_state.model_dir(run), smoke_record(run, report))
+    print(f"figures saved to {record} (train.py --check reads the step time)")
     return EXIT_FAILED if report.failed else 0
 
 
