@@ -34,9 +34,6 @@ the GPU part is `training.gpu_smoke_device`, imported only once the machine has 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import importlib
-import logging
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -58,14 +55,6 @@ SMOKE_GROUP_SIZE = 2
 SMOKE_MAX_TURNS = 6
 SMOKE_MAX_TOKENS = 1024
 TEMPLATE_KEYS = ("enable_thinking", "preserve_thinking")
-# What transformers 5.2 logs (warning_once) when a Qwen3.5 / Qwen3-Next Gated-DeltaNet layer is
-# built without flash-linear-attention and causal-conv1d: "The fast path is not available
-# because one of the required library is not installed. Falling back to torch implementation."
-FAST_PATH_MESSAGE = "fast path is not available"
-GDN_MODELING = {  # training.backends.gdn_family -> the modeling module of its layers
-    "qwen3.5": "transformers.models.qwen3_5.modeling_qwen3_5",
-    "qwen3.next": "transformers.models.qwen3_next.modeling_qwen3_next",
-}
 
 Status = Literal["pass", "fail", "note"]
 
@@ -267,83 +256,6 @@ def sampled_token_ids(tokens: Sequence[str]) -> list[int]:
             raise ValueError(f"logprob token {token!r} is not 'token_id:N'")
         ids.append(int(number))
     return ids
-
-
-def gdn_modeling_module(base_model: str) -> str | None:
-    """The transformers module of the base model's Gated-DeltaNet layers; None without them."""
-    from training.backends import gdn_family
-
-    family = gdn_family(base_model)
-    return GDN_MODELING.get(family) if family else None
-
-
-def probe_gdn_fast_path(module_name: str) -> tuple[bool | None, list[str]]:
-    """transformers' own verdict: its `is_fast_path_available`, and what it logs building a layer.
-
-    Imports the modeling module and builds one tiny Gated-DeltaNet layer (a few hundred
-    parameters, on CPU) while collecting the records of the "transformers" logger: the
-    constructor logs FAST_PATH_MESSAGE when it falls back to torch. Unsloth builds the real
-    model in a child process, whose log the smoke cannot read; this is the same code, here.
-    """
-    messages: list[str] = []
-    handler = logging.Handler(logging.WARNING)
-    handler.emit = lambda record: messages.append(record.getMessage())  # type: ignore[method-assign]
-    logger = logging.getLogger("transformers")
-    logger.addHandler(handler)
-    try:
-        module = importlib.import_module(module_name)
-        layer = next((getattr(module, n) for n in dir(module) if n.endswith("GatedDeltaNet")), None)
-        if layer is not None:
-            with contextlib.suppress(Exception):  # another transformers may want other fields
-                layer(_tiny_gdn_config(), layer_idx=0)
-    finally:
-        logger.removeHandler(handler)
-    return getattr(module, "is_fast_path_available", None), messages
-
-
-def _tiny_gdn_config() -> Any:
-    """The fields transformers 5.2's Gated-DeltaNet constructors read, at toy sizes."""
-    return SimpleNamespace(
-        hidden_size=8,
-        linear_num_value_heads=2,
-        linear_num_key_heads=2,
-        linear_key_head_dim=4,
-        linear_value_head_dim=4,
-        linear_conv_kernel_dim=4,
-        hidden_act="silu",
-        rms_norm_eps=1e-6,
-        layer_types=["linear_attention"],
-    )
-
-
-def kernel_check(fast_path: bool | None, messages: Sequence[str], importable: str) -> Check:
-    """Fails, in one line, when transformers reports its pure-torch Gated-DeltaNet fallback."""
-    slow = [message for message in messages if FAST_PATH_MESSAGE in message]
-    if slow or fast_path is False:
-        said = slow[0].split(". ")[0] if slow else "its is_fast_path_available is False"
-        return Check(
-            "kernels",
-            "fail",
-            f"transformers reports the Gated-DeltaNet slow path ({said}); {importable}; install "
-            "flash-linear-attention and causal-conv1d as docs/gpu.md says",
-        )
-    if fast_path:
-        return Check("kernels", "pass", f"Gated-DeltaNet fast path ({importable})")
-    detail = f"transformers names no Gated-DeltaNet fast path ({importable})"
-    return Check("kernels", "note", detail)
-
-
-def precision_check(load_in_4bit: bool, trained_on: str | None) -> Check:
-    """The base Unsloth loaded (the checkpoint's base_model_name_or_path) against the run's."""
-    asked = "4-bit" if load_in_4bit else "bf16"
-    setting = f"[model] load_in_4bit = {str(load_in_4bit).lower()}"
-    if not trained_on:
-        return Check("precision", "note", f"asked {asked} ({setting}); the adapter names no base")
-    four_bit = "4bit" in trained_on.lower().replace("-", "").replace("_", "")
-    loaded = "a 4-bit base" if four_bit else "a 16-bit base"
-    status: Status = "pass" if four_bit == load_in_4bit else "fail"
-    detail = f"asked {asked} ({setting}); trained on {trained_on} ({loaded})"
-    return Check("precision", status, detail)
 
 
 def smoke_record(run: RunConfig, report: SmokeReport) -> dict[str, Any]:

@@ -28,6 +28,12 @@ from agent.art_guard import transformers_patch_kept
 from agent.art_import import art
 from env.generator import generate
 from training import run_state
+from training.art.smoke_environment import (
+    gdn_modeling_module,
+    kernel_check,
+    precision_check,
+    probe_gdn_fast_path,
+)
 from training.art_fixes import prepare_groups_for_training
 from training.art_loop import gather_groups, rollout_config
 from training.art_policy import TrainableModelPolicy
@@ -45,11 +51,7 @@ from training.gpu_smoke import (
     SmokeReport,
     Turn,
     compare_tokens,
-    gdn_modeling_module,
-    kernel_check,
     parse_gpu_memory,
-    precision_check,
-    probe_gdn_fast_path,
     sampled_token_ids,
     template_check,
     turn_prompts,

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from training import adapter_files
+from training.art import adapter_files
 from training.runs import RunConfig
 
 RUN_FILE = "ledgergym_run.json"
@@ -60,7 +60,7 @@ def adapter_problem(checkpoint: Path, target_modules: Sequence[str] | None = Non
 
 def holds_adapter(checkpoint: Path, target_modules: Sequence[str] | None = None) -> bool:
     """A whole PEFT adapter: its config, and weights whose safetensors header fits the file and
-    holds a lora_A/lora_B pair for every target module (training.adapter_files)."""
+    holds a lora_A/lora_B pair for every target module (training.art.adapter_files)."""
     return adapter_files.adapter_problem(checkpoint, target_modules) is None
 
 

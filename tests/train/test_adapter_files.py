@@ -1,4 +1,4 @@
-"""training.adapter_files: a LoRA adapter counts only when its safetensors header fits the file
+"""training.art.adapter_files: a LoRA adapter counts only when its safetensors header fits the file
 and holds a lora_A/lora_B pair for every target module of the run (a cut save is refused)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 from tests.train.adapter_fixtures import lora_shapes, safetensors_bytes, write_lora_adapter
 from training import run_state
-from training.adapter_files import adapter_problem, read_safetensors_header
+from training.art.adapter_files import adapter_problem, read_safetensors_header
 from training.runs import ALL_LINEAR, load_run
 
 QWEN35_TARGETS = load_run("binary-01").lora.target_modules

@@ -13,18 +13,14 @@ import types
 import pytest
 
 from training import run_state
-from training.gpu_smoke import (
+from training.art.smoke_environment import (
     FAST_PATH_MESSAGE,
-    Check,
-    SmokeReport,
     gdn_modeling_module,
     kernel_check,
     precision_check,
     probe_gdn_fast_path,
-    render_report,
-    smoke_record,
-    smoke_run,
 )
+from training.gpu_smoke import Check, SmokeReport, render_report, smoke_record, smoke_run
 from training.runs import load_run
 
 # transformers 5.2.0, models/qwen3_5/modeling_qwen3_5.py (Qwen3_5GatedDeltaNet.__init__)
