@@ -86,11 +86,14 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     # 6. This machine: packages, GPU, API keys, before anything heavy is imported.
-    from training.art.backends import missing_requirements
+    from training.art.backends import keep_wandb_off, missing_requirements
 
     missing = missing_requirements(run)
     if missing:
         return fail(missing)
+    wandb_note = keep_wandb_off(run)  # a set WANDB_API_KEY would start a W&B run regardless
+    if wandb_note:
+        print(wandb_note)
 
     # 7. Train. ART is imported with its transformers patch here (agent/art_guard.py).
     from agent.art_guard import import_art_for_training

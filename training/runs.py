@@ -21,14 +21,33 @@ from rewards.reward import RewardConfig
 RUNS_DIR = Path(__file__).resolve().parent.parent / "runs"
 Difficulty = Literal["L1", "L2", "L3"]
 ALL_LINEAR = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+# vLLM accepts only these for --max-lora-rank / max_lora_rank (vllm/config/lora.py, MaxLoRARanks)
+VLLM_MAX_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
+
+
+def vllm_max_lora_rank(rank: int) -> int:
+    """The smallest size vLLM accepts that holds `rank` ([lora] rank is at most 512).
+
+    One rule for ART's vLLM in training (training.art.backends) and for serving an export
+    (training.art.export): a rank such as 24 or 48 is served with the next size up, 32 or 64.
+    """
+    return next(allowed for allowed in VLLM_MAX_LORA_RANKS if allowed >= rank)
 
 
 class Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class ModelSection(Section):
+    """How the base model is loaded for training: ART's `init_args`, Unsloth's from_pretrained."""
+
+    # ART's own default is 4-bit (bitsandbytes) while its vLLM samples from the bf16 weights, so
+    # GRPO's importance ratio would compare two different models; bf16 unless a run opts in.
+    load_in_4bit: bool = False
+
+
 class LoraSection(Section):
-    rank: int = Field(16, ge=1, le=512)
+    rank: int = Field(16, ge=1, le=VLLM_MAX_LORA_RANKS[-1])
     alpha: int = Field(32, ge=1)
     dropout: float = Field(0.0, ge=0.0, lt=1.0)
     # all linear layers incl. the MLP ("LoRA Without Regret", Schulman et al. 2025)
@@ -126,6 +145,7 @@ class RunConfig(Section):
     base_model: str = "Qwen/Qwen3.5-4B"
     seed: int = 0
     reward: RewardConfig = Field(default_factory=RewardConfig)
+    model: ModelSection = Field(default_factory=ModelSection)
     lora: LoraSection = Field(default_factory=LoraSection)
     data: DataSection = Field(default_factory=DataSection)
     grpo: GrpoSection = Field(default_factory=GrpoSection)

@@ -2,10 +2,11 @@
 
 It lets the GRPO loop (register, rollouts, backend.train, model.log, resume) run on CPU: each
 train call writes a checkpoint directory where LocalBackend writes its LoRA, holding an
-adapter_config.json and a valid safetensors file with no tensors (nothing is trained), so
-`model.get_step()` resumes across instances; calls are recorded with their groups and keyword
-arguments, and metrics come from ART's own aggregation. Inference is whatever OpenAI-compatible
-server `inference_base_url` names (tests/support/scripted_server.py). A test double: tests only.
+adapter_config.json and a valid safetensors file with a zero lora_A/lora_B pair per target module
+(nothing is trained), so `model.get_step()` resumes across instances; calls are recorded with
+their groups and keyword arguments, and metrics come from ART's own aggregation. Inference is
+whatever OpenAI-compatible server `inference_base_url` names (tests/support/scripted_server.py).
+A test double: tests only.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ from art.metrics_taxonomy import TRAIN_GRADIENT_STEPS_KEY
 from art.preprocessing.tokenize import TokenizedResult, tokenize_trajectory_groups
 from art.types import LocalTrainResult, TrainSFTConfig
 from transformers import PreTrainedTokenizerBase
+
+from tests.train.adapter_fixtures import write_lora_adapter
+from training.runs import ALL_LINEAR
 
 # Keyword arguments of LocalBackend.train in openpipe-art 0.5.18 (local/backend.py:638-679);
 # test_backend_double checks this list against the installed signature.
@@ -224,17 +228,14 @@ class FakeBackendForTests(art.Backend):
         return max(self._checkpoints(model), default=0)
 
 
-# A safetensors file holding no tensors: an 8-byte little-endian header length, then "{}"
-EMPTY_SAFETENSORS = (2).to_bytes(8, "little") + b"{}"
-
-
 def _write_adapter(checkpoint: Path, model: art.Model) -> None:
-    """The files LocalBackend's save leaves in checkpoints/NNNN, with no trained weights."""
+    """The files LocalBackend's save leaves in checkpoints/NNNN, with zeros for weights."""
     checkpoint.mkdir(parents=True)
+    config = getattr(model, "_internal_config", None) or {}
+    peft = config.get("peft_args", {})
+    targets = peft.get("target_modules") or ALL_LINEAR
     base = getattr(model, "base_model", "")
-    config = {"base_model_name_or_path": base, "peft_type": "LORA", "r": 8}
-    (checkpoint / "adapter_config.json").write_text(json.dumps(config))
-    (checkpoint / "adapter_model.safetensors").write_bytes(EMPTY_SAFETENSORS)
+    write_lora_adapter(checkpoint, targets, rank=peft.get("r", 8), base_model=base)
 
 
 def _has_advantage(

@@ -14,9 +14,8 @@ from training.art.backends import (
     missing_requirements,
     server_config,
     train_kwargs,
-    vllm_max_lora_rank,
 )
-from training.runs import RunConfig, load_run_config
+from training.runs import RunConfig, load_run_config, vllm_max_lora_rank
 
 
 def with_backend(name: str, **backend: object) -> RunConfig:
@@ -39,7 +38,7 @@ def test_the_model_carries_the_lora_shape_and_the_qwen35_chat_settings():
 def test_vllm_samples_nothing_longer_than_training_keeps_and_loads_the_runs_rank():
     run = load_run_config("binary-01")
     config = internal_config(run)
-    assert config["init_args"] == {"max_seq_length": 32768}
+    assert config["init_args"] == {"max_seq_length": 32768, "load_in_4bit": False}
     assert config["engine_args"] == {
         "gpu_memory_utilization": 0.7,
         "max_model_len": 32768,

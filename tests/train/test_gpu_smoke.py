@@ -58,7 +58,8 @@ def rollout(tokenizer):
 def test_help_documents_every_check():
     done = gpu_smoke("--help")
     assert done.returncode == 0
-    for name in ("register", "template", "rollout", "tokens", "train", "checkpoint"):
+    checks = ("kernels", "register", "template", "rollout", "tokens", "train", "precision")
+    for name in (*checks, "checkpoint"):
         assert f"  {name}" in done.stdout
     assert "preserve_thinking" in done.stdout and "peak GPU memory" in done.stdout
 

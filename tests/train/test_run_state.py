@@ -7,16 +7,18 @@ from pathlib import Path
 
 import pytest
 
+from tests.train.adapter_fixtures import write_lora_adapter
 from training.art import run_state
 from training.art.run_state import RunChanged
-from training.runs import load_run_config
+from training.runs import ALL_LINEAR, load_run_config
 
 
-def checkpoint(directory: Path, step: int, *, weights: bytes = b"\x00" * 16) -> Path:
+def checkpoint(directory: Path, step: int, *, weights: bytes | None = None) -> Path:
+    """A saved adapter; `weights` replaces its safetensors bytes (b"": a save cut short)."""
     path = directory / "checkpoints" / f"{step:04d}"
-    path.mkdir(parents=True)
-    (path / run_state.ADAPTER_CONFIG).write_text('{"r": 16}')
-    (path / run_state.ADAPTER_WEIGHTS[0]).write_bytes(weights)
+    write_lora_adapter(path, ALL_LINEAR, rank=16)
+    if weights is not None:
+        (path / run_state.ADAPTER_WEIGHTS[0]).write_bytes(weights)
     return path
 
 
@@ -60,3 +62,41 @@ def test_an_unreadable_ledger_counts_as_a_changed_run(tmp_path):
 def test_history_lines_cut_or_not_utf8_are_skipped(tmp_path):
     (tmp_path / "history.jsonl").write_bytes(b'{"step": 1}\n\xff\xfe\n{"step": 2, "x"\n[3]\n')
     assert run_state.read_history(tmp_path) == [{"step": 1}]
+
+
+HISTORY = b'{"step": 0, "val/pass1": 0.5}\n{"step": 1, "train/reward": 0.25}\n'
+
+
+def test_a_history_line_cut_mid_write_is_dropped_and_the_original_kept(tmp_path):
+    polars = pytest.importorskip("polars")
+    cut = HISTORY + b'{"step": 2, "val/pa'  # a kill mid-write: no end, no newline
+    (tmp_path / "history.jsonl").write_bytes(cut)
+    with pytest.raises(polars.exceptions.ComputeError):  # what ART's delete_checkpoints hits
+        polars.read_ndjson(tmp_path / "history.jsonl")
+    note = run_state.repair_history(tmp_path)
+    assert note is not None and len(note.splitlines()) == 1
+    assert "1 unreadable line(s)" in note and "2 kept" in note
+    assert note.endswith("the original is history.jsonl.corrupt-1")
+    assert (tmp_path / "history.jsonl").read_bytes() == HISTORY
+    assert (tmp_path / "history.jsonl.corrupt-1").read_bytes() == cut
+    assert polars.read_ndjson(tmp_path / "history.jsonl").height == 2
+    assert run_state.repair_history(tmp_path) is None  # whole now: nothing to say
+
+
+def test_each_repair_keeps_its_own_copy_and_drops_what_polars_refuses(tmp_path):
+    path = tmp_path / "history.jsonl"
+    path.write_bytes(HISTORY + b"\xff\xfe\n")
+    run_state.repair_history(tmp_path)
+    path.write_bytes(HISTORY + b'{"step": 2, "loss/train": NaN}\n[3]\n')
+    note = run_state.repair_history(tmp_path)
+    assert note is not None and "2 unreadable line(s)" in note and note.endswith("corrupt-2")
+    assert path.read_bytes() == HISTORY
+    assert (tmp_path / "history.jsonl.corrupt-1").read_bytes().endswith(b"\xff\xfe\n")
+
+
+def test_a_last_row_without_its_newline_gets_one(tmp_path):
+    (tmp_path / "history.jsonl").write_bytes(HISTORY.rstrip(b"\n"))
+    note = run_state.repair_history(tmp_path)
+    assert note is not None and note.endswith("without a newline (a write cut short?); added one")
+    assert (tmp_path / "history.jsonl").read_bytes() == HISTORY
+    assert run_state.repair_history(tmp_path / "missing") is None

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any, cast
+
 import art
 import pytest
 from art.preprocessing.tokenize import TokenizedResult, tokenize_trajectory_groups
+from openai.types.chat.chat_completion import Choice
 
 from tests.train.toy_rollout import (
     SAMPLED_LOGPROB,
@@ -12,8 +16,9 @@ from tests.train.toy_rollout import (
     run_rollout,
     three_turn_script,
 )
+from tests.train.toy_rollout import Turn as ToyTurn
 from tests.train.toy_tokenizer import build_toy_tokenizer
-from training.art.fixes import prepare_groups_for_training
+from training.art.fixes import prepare_groups_for_training, sanitise_tool_call_arguments
 
 TOOL_SCHEMA_FORMAT = "vllm_openai"
 
@@ -134,3 +139,115 @@ def test_local_backend_packs_the_inference_tokens_with_our_internal_config(
     expected = rollout.inference_tokens
     for row in packed["tokens"].tolist():
         assert row[: len(expected)] == expected
+
+
+# Arguments strings as a tool parser may return them, each of which a JSON round trip rewrites
+# (compact separators, key order, an escape or a literal non-ASCII letter). LedgerGym's tool
+# parameters are strings, so the sampled XML carries the values exactly as written here.
+REWRITTEN_ARGUMENTS: dict[str, tuple[dict[str, str], str]] = {
+    "decimal": (
+        {"invoice_id": "INV-1001", "amount": "10.50"},
+        '{"invoice_id":"INV-1001","amount":"10.50"}',
+    ),
+    "exponent": (
+        {"invoice_id": "INV-1001", "amount": "1e3"},
+        '{"invoice_id":"INV-1001","amount":"1e3"}',
+    ),
+    "key-order": (
+        {"note": "refund", "invoice_id": "INV-1001"},
+        '{"note": "refund", "invoice_id": "INV-1001"}',
+    ),
+    "escape": (
+        {"invoice_id": "INV-1001", "note": "Renée"},
+        '{"invoice_id":"INV-1001","note":"Ren\\u00e9e"}',
+    ),
+    "literal": (
+        {"invoice_id": "INV-1001", "note": "Renée"},
+        '{"invoice_id": "INV-1001", "note": "Renée"}',
+    ),
+}
+RESULTS = ('{"invoice_id": "INV-1001", "total": "10.50"}',)
+
+
+def tool_turns(args: dict[str, str], raw: str, *, first_sampled: bool = True) -> list[ToyTurn]:
+    return [
+        ToyTurn(
+            calls=(("get_invoice", args),),
+            results=RESULTS,
+            raw_arguments=raw,
+            sampled=first_sampled,
+        ),
+        ToyTurn(calls=(("list_payments", args),), results=RESULTS, raw_arguments=raw),
+        ToyTurn(answer="INV-1001 was paid twice; 10.50 USD is due."),
+    ]
+
+
+def call_arguments(trajectory: art.Trajectory) -> list[str]:
+    """Every tool call's arguments string, in Choices and in plain messages, in order."""
+    found: list[str] = []
+    for item in trajectory.messages_and_choices:
+        if isinstance(item, Choice):
+            calls = [call.model_dump() for call in item.message.tool_calls or []]
+        else:
+            calls = list(cast(dict[str, Any], item).get("tool_calls") or [])
+        found += [call["function"]["arguments"] for call in calls]
+    return found
+
+
+def assert_trains_the_sampled_tokens(result: TokenizedResult, rollout: ToyRollout) -> None:
+    assert result.choice_offsets == [len(prompt) for prompt in rollout.prompts]
+    for offset, sample in zip(result.choice_offsets, rollout.samples, strict=True):
+        assert result.token_ids[offset : offset + len(sample)] == sample
+
+
+@pytest.mark.parametrize("case", sorted(REWRITTEN_ARGUMENTS))
+def test_arguments_a_json_round_trip_would_rewrite_train_exactly_what_was_sampled(tokenizer, case):
+    args, raw = REWRITTEN_ARGUMENTS[case]
+    assert json.dumps(json.loads(raw), sort_keys=True) != raw  # the trap: re-serialising
+    rollout = run_rollout(tokenizer, tool_turns(args, raw))
+    groups = groups_of(rollout)
+    prepared, stats = prepare_groups_for_training(groups)
+    assert (stats.trajectories_sanitised, stats.trajectories_dropped) == (0, 0)
+    result = art_tokenize(tokenizer, prepared)
+    assert result.token_ids == rollout.inference_tokens  # every prompt and every sample
+    assert_trains_the_sampled_tokens(result, rollout)
+    # the original strings survive byte for byte: in the logged groups and in the trained copy
+    assert call_arguments(groups[0].trajectories[0]) == [raw, raw]
+    assert call_arguments(prepared[0].trajectories[0]) == []  # intermediate calls are hidden
+    sanitised = sanitise_tool_call_arguments(groups[0].trajectories[0])
+    assert sanitised.repaired_calls == 0 and sanitised.trajectory is not None
+    assert call_arguments(sanitised.trajectory) == [raw, raw]
+
+
+def test_a_context_turn_with_rewritable_numbers_renders_as_vllm_rendered_it(tokenizer):
+    """A plain (untrained) assistant turn, e.g. a teacher's: ART and vLLM both parse its
+    arguments and render the parsed values, so 10.50, 1e3 and \\u00e9 come out the same."""
+    raw = '{"z":1,"amount":10.50,"count":1e3,"note":"Ren\\u00e9e"}'
+    args = {"z": "1", "amount": "10.5", "count": "1000.0", "note": "Renée"}
+    rollout = run_rollout(tokenizer, tool_turns(args, raw, first_sampled=False))
+    groups = groups_of(rollout)
+    prepared, _ = prepare_groups_for_training(groups)
+    result = art_tokenize(tokenizer, prepared)
+    assert result.token_ids == rollout.inference_tokens
+    assert_trains_the_sampled_tokens(result, rollout)
+    assert call_arguments(prepared[0].trajectories[0]) == [raw]  # the context turn, untouched
+
+
+def test_a_sampled_number_trains_as_sampled_where_vllm_renders_it_back_otherwise(tokenizer):
+    """A number-typed value: the parser hands `10.50` on as the number 10.5, and vLLM's next
+    prompt renders that turn back as `10.5`. ART still trains what the model produced: its
+    sampled tokens, `10.50`, never the re-rendered text (LedgerGym's parameters are strings,
+    so this arises only with number-typed tools; the GPU smoke's token check would show it)."""
+    rollout = run_rollout(tokenizer, tool_turns({"amount": "10.50"}, '{"amount": 10.50}'))
+    prepared, _ = prepare_groups_for_training(groups_of(rollout))
+    result = art_tokenize(tokenizer, prepared)
+    for offset, sample in zip(result.choice_offsets, rollout.samples, strict=True):
+        assert result.token_ids[offset : offset + len(sample)] == sample
+    pairs = zip(result.token_ids, result.assistant_mask, strict=True)
+    masked = [token for token, bit in pairs if bit]
+    assert masked == [token for sample in rollout.samples for token in sample]
+    trained = tokenizer.decode(result.token_ids)
+    assert trained.count("<parameter=amount>\n10.50\n") == 2
+    assert "<parameter=amount>\n10.5\n" not in trained
+    vllm_last_prompt = tokenizer.decode(rollout.prompts[-1])
+    assert "<parameter=amount>\n10.5\n" in vllm_last_prompt  # what vLLM itself sent back

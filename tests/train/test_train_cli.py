@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.train.adapter_fixtures import write_lora_adapter
 from training.art.export import export_checkpoint, model_card
 from training.art.plan import ASSUMED_SECONDS_PER_ROLLOUT, estimate
 from training.art.run_state import STEP_SECONDS_KEY, model_dir
@@ -33,10 +34,8 @@ def fake_checkpoint(root: Path, run_name: str, step: int) -> Path:
     """What LocalBackend leaves: checkpoints/NNNN with a PEFT adapter, and history.jsonl."""
     directory = root / ".art" / "ledgergym" / "models" / run_name
     checkpoint = directory / "checkpoints" / f"{step:04d}"
-    checkpoint.mkdir(parents=True)
-    config = {"base_model_name_or_path": "unsloth/qwen3.5-4b", "r": 16, "peft_type": "LORA"}
-    (checkpoint / "adapter_config.json").write_text(json.dumps(config))
-    (checkpoint / "adapter_model.safetensors").write_bytes(b"\x00" * 64)
+    targets = load_run_config(run_name).lora.target_modules
+    write_lora_adapter(checkpoint, targets, rank=16, base_model="unsloth/qwen3.5-4b")
     rows = [
         {"step": 0, "val/pass1": 0.12, "val/reward": 0.31},
         {"step": step, "train/reward": 0.5, STEP_SECONDS_KEY: 150.0},

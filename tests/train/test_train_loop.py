@@ -244,3 +244,40 @@ def test_the_cold_start_runs_sft_once_and_grpo_counts_from_its_checkpoint(tmp_pa
     assert second.steps[0].scenario_ids == [f"train-{seed}" for seed in data.batch(1)]
     state = run_state.read_sft_state(run_state.model_dir(run))
     assert state is not None and state.grpo_start_step == 1 and state.trajectories == 2
+
+
+def test_a_history_line_cut_mid_write_is_repaired_and_validation_still_prunes(tmp_path):
+    """ART's delete_checkpoints (run for real by the double, with polars) reads history.jsonl."""
+    run = small_run(tmp_path / "art")
+    data, responder = scripted_model(run, steps=3)
+    directory = run_state.model_dir(run)
+    history_file = directory / run_state.HISTORY_FILE
+    lines: list[str] = []
+    with ScriptedOpenAIServer(responder) as server:
+        run_loop(run, data, server, max_steps=2)
+        whole = history_file.read_bytes()
+        history_file.write_bytes(whole + b'{"step": 3, "train/rew')  # killed mid-write
+        second, _ = run_loop(run, data, server, lines)
+    assert [report.step for report in second.steps] == [3]
+    assert any("1 unreadable line(s)" in line and "corrupt-1" in line for line in lines)
+    assert (directory / "history.jsonl.corrupt-1").read_bytes().startswith(whole)
+    assert sorted(val_rows(run)) == [0, 2, 3]
+    assert any(line.startswith("  kept checkpoints") for line in lines)
+    assert 1 not in run_state.checkpoint_steps(directory)  # pruned after the validation at 3
+
+
+def test_pruning_that_fails_after_a_repair_is_logged_and_the_run_goes_on(tmp_path):
+    run = small_run(tmp_path / "art")
+    data, responder = scripted_model(run, steps=3)
+    directory = run_state.model_dir(run)
+    lines: list[str] = []
+    with ScriptedOpenAIServer(responder) as server:
+        run_loop(run, data, server, max_steps=2)
+        with (directory / run_state.HISTORY_FILE).open("a") as history_file:
+            # valid JSON that polars cannot put in one column with the numbers (SchemaError)
+            history_file.write(json.dumps({"step": 2, run_state.PASS1_KEY: {"bad": 1}}) + "\n")
+        second, _ = run_loop(run, data, server, lines)
+    assert [report.step for report in second.steps] == [3]
+    assert [result.step for result in second.validations] == [3]
+    warnings = [line for line in lines if line.startswith("warning: checkpoints not pruned")]
+    assert len(warnings) == 1 and "kept all" in warnings[0]

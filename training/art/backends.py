@@ -16,16 +16,17 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import MutableMapping
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from agent.api_policies import is_qwen35
 from training.art.run_state import art_path
-from training.runs import RunConfig
+from training.runs import RunConfig, vllm_max_lora_rank
 
 if TYPE_CHECKING:
     from agent.art_import import art
 
-TRAIN_EXTRA = "pip install -e '.[train]'"
+TRAIN_EXTRA = "pip install -e '.[train]' -c constraints/gpu-py311.txt"
 TINKER_EXTRA = "pip install 'openpipe-art[tinker]==0.5.18'"
 # vLLM's parser for Qwen3.5's XML tool calls; ART's default ("hermes") does not parse them
 QWEN35_TOOL_PARSER = "qwen3_coder"
@@ -33,7 +34,11 @@ QWEN35_TOOL_PARSER = "qwen3_coder"
 # (art/preprocessing/tokenize.py `_chat_template_kwargs`); saying so here sends the same to
 # vLLM on every request (ART's client adds these), and a template that ignores it is unchanged
 QWEN35_CHAT_TEMPLATE_KWARGS = {"enable_thinking": False, "preserve_thinking": True}
-VLLM_MAX_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)  # [lora] rank is at most 512
+# Qwen3.5's Gated-DeltaNet layers run fast only when both import; else transformers falls back
+# to pure torch (flash-linear-attention provides `fla`, causal-conv1d `causal_conv1d`)
+GDN_KERNEL_MODULES = ("fla", "causal_conv1d")
+GDN_FAMILIES = ("qwen3.5", "qwen3.next")  # base models whose layers include Gated DeltaNet
+KernelPath = Literal["fast", "slow", "unknown", "n/a"]
 
 
 class BackendUnavailable(RuntimeError):
@@ -82,6 +87,56 @@ def _importable(name: str) -> bool:
         return False
 
 
+def gdn_family(base_model: str) -> str | None:
+    """The family (`qwen3.5`, `qwen3.next`) when the base model has Gated-DeltaNet layers."""
+    name = base_model.lower().replace("_", ".").replace("-", ".")
+    return next((family for family in GDN_FAMILIES if family in name), None)
+
+
+def gdn_kernel_path(base_model: str) -> tuple[KernelPath, str]:
+    """Which Gated-DeltaNet path training will take, from what imports here (no import done).
+
+    "fast": both kernels import (transformers also wants CUDA: the GPU smoke confirms it);
+    "slow": one is missing, so transformers runs its pure-torch fallback; "unknown": no
+    transformers here to run the model at all; "n/a": the base model has no such layers.
+    """
+    if gdn_family(base_model) is None:
+        return "n/a", f"{base_model} has no Gated-DeltaNet layers"
+    missing = [module for module in GDN_KERNEL_MODULES if not _importable(module)]
+    if not missing:
+        return "fast", "fla and causal_conv1d import here"
+    if not _importable("transformers"):
+        return "unknown", "transformers is not installed here (the [train] extra)"
+    return "slow", f"{' and '.join(missing)} not importable: pure-torch fallback; see docs/gpu.md"
+
+
+def keep_wandb_off(run: RunConfig, environ: MutableMapping[str, str] = os.environ) -> str | None:
+    """With `[backend] wandb = false`, WANDB_API_KEY leaves this process's environment.
+
+    ART's LocalBackend.register starts a W&B run whenever WANDB_API_KEY is set, whatever the
+    model's report_metrics say (art/local/backend.py, register). Returns the line to print.
+    """
+    if run.backend.wandb or run.backend.kind != "local" or "WANDB_API_KEY" not in environ:
+        return None
+    del environ["WANDB_API_KEY"]
+    return "WANDB_API_KEY unset for this run: [backend] wandb = false (ART would report to W&B)"
+
+
+def wandb_line(run: RunConfig, environ: MutableMapping[str, str] = os.environ) -> str:
+    """`--check`'s word on W&B: what the run file says and what a set WANDB_API_KEY does."""
+    key = "WANDB_API_KEY" in environ
+    if run.backend.wandb:
+        return "on ([backend] wandb = true)" + ("" if key else "; WANDB_API_KEY is not set")
+    if run.backend.kind == "serverless":
+        return "off for metrics; W&B Training itself needs WANDB_API_KEY"
+    if key:
+        return (
+            "off ([backend] wandb = false); WANDB_API_KEY is set, which would make ART start a "
+            "W&B run: train.py unsets it for this run"
+        )
+    return "off ([backend] wandb = false; ART starts a W&B run whenever WANDB_API_KEY is set)"
+
+
 def make_backend(run: RunConfig) -> art.Backend:
     """The backend for `[backend] kind`; call `missing_requirements` first for a clean message."""
     from agent.art_import import art
@@ -127,8 +182,12 @@ def internal_config(run: RunConfig) -> art.dev.InternalModelConfig:
         # ART's default tool JSON order differs from vLLM's; the token-alignment test covers it
         chat_template_tool_schema_format="vllm_openai",
     )
-    # ART drops trajectories longer than max_seq_length; vLLM must not sample them either
-    config["init_args"] = {"max_seq_length": run.grpo.max_seq_length}
+    # ART drops trajectories longer than max_seq_length; vLLM must not sample them either.
+    # load_in_4bit is always said: ART's default (True) would train on a 4-bit copy of the base.
+    config["init_args"] = {
+        "max_seq_length": run.grpo.max_seq_length,
+        "load_in_4bit": run.model.load_in_4bit,
+    }
     if run.backend.kind == "local":
         config["engine_args"] = {
             "gpu_memory_utilization": run.backend.gpu_memory_utilization,
@@ -145,11 +204,6 @@ def internal_config(run: RunConfig) -> art.dev.InternalModelConfig:
             "training_client_args": {"rank": lora.rank},
         }
     return config
-
-
-def vllm_max_lora_rank(rank: int) -> int:
-    """vLLM accepts only these values for max_lora_rank (vllm/config/lora.py, MaxLoRARanks)."""
-    return next(allowed for allowed in VLLM_MAX_LORA_RANKS if allowed >= rank)
 
 
 def server_config(run: RunConfig) -> art.dev.OpenAIServerConfig | None:

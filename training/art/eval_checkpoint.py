@@ -50,7 +50,8 @@ async def evaluate(
     from training.art.trainable_policy import TrainableModelPolicy
 
     if run.backend.kind == "local":  # a checkpoint killed mid-save must not be the one loaded
-        for warning in run_state.set_aside_incomplete_checkpoints(run_state.model_dir(run)):
+        directory, targets = run_state.model_dir(run), run.lora.target_modules
+        for warning in run_state.set_aside_incomplete_checkpoints(directory, targets):
             print(warning)
     model = build_model(run)
     await model.register(backend, _openai_client_config=server_config(run))
@@ -111,12 +112,15 @@ def main(argv: list[str] | None = None) -> int:
     except RunConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USER_ERROR
-    from training.art.backends import make_backend, missing_requirements
+    from training.art.backends import keep_wandb_off, make_backend, missing_requirements
 
     missing = missing_requirements(run)
     if missing:
         print(f"error: {missing}", file=sys.stderr)
         return EXIT_USER_ERROR
+    wandb_note = keep_wandb_off(run)
+    if wandb_note:
+        print(wandb_note)
     from agent.policy import PolicyError
     from eval.episode_log import RunLogError
 

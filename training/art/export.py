@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from training.art import run_state
-from training.runs import RunConfig
+from training.runs import RunConfig, vllm_max_lora_rank
 
 CARD = "README.md"
 ADAPTER_CONFIG = run_state.ADAPTER_CONFIG
@@ -72,8 +72,9 @@ def _export(run: RunConfig, destination: Path, step: int | None) -> ExportResult
     directory = run_state.model_dir(run)
     step, source = find_checkpoint(directory, step)
     weights = [name for name in WEIGHTS if (source / name).is_file()]
-    if not (source / ADAPTER_CONFIG).is_file() or not weights:
-        raise ExportError(f"{source} holds no PEFT adapter ({ADAPTER_CONFIG} + {WEIGHTS[0]})")
+    problem = run_state.adapter_problem(source, run.lora.target_modules)
+    if problem:
+        raise ExportError(f"{source} holds no PEFT adapter ({problem})")
     destination.mkdir(parents=True, exist_ok=True)
     copied = [name for name in (*weights, *EXTRAS) if (source / name).is_file()]
     for name in copied:
@@ -219,7 +220,9 @@ def _usage(run: RunConfig) -> list[str]:
         "## Serve and evaluate",
         "",
         "```bash",
-        f"vllm serve {run.base_model} --enable-lora --max-lora-rank {max(run.lora.rank, 16)} \\",
+        f"vllm serve {run.base_model} --enable-lora \\",
+        f"  --max-lora-rank {vllm_max_lora_rank(run.lora.rank)} "
+        f"--max-model-len {run.grpo.max_seq_length} \\",
         "  --lora-modules ledgergym=<this directory> \\",
         "  --enable-auto-tool-choice --tool-call-parser qwen3_coder \\",
         "  --default-chat-template-kwargs '{\"enable_thinking\": false}'",

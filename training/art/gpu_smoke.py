@@ -4,6 +4,8 @@
 
 It trains a throw-away copy of the run (`<run>-smoke`, under --path, deleted first) and checks,
 in order, stopping at the first failure:
+  kernels    transformers' Gated-DeltaNet layers (Qwen3.5, Qwen3-Next) take the fast path:
+             flash-linear-attention and causal-conv1d, not the pure-torch fallback
   register   LocalBackend starts (Unsloth + ART's vLLM) and the model registers
   template   the chat template: whether it mentions preserve_thinking / enable_thinking, what
              ART will force when it renders training tokens, and whether vLLM requests get
@@ -14,10 +16,12 @@ in order, stopping at the first failure:
              same messages, tools and settings) plus the sampled ids, against the tokens ART
              packs for training; they must agree position for position
   train      one backend.train step (a gradient step even when the group's rewards are equal)
+  precision  the base Unsloth trained on is the run's `[model] load_in_4bit` (bf16 or 4-bit)
   checkpoint vLLM serves `<run>-smoke@1` and samples from it
-and prints peak GPU memory (nvidia-smi, all processes) and the train step's time. Budget:
---timeout-s (600 s); the very first run on a machine also builds ART's vLLM runtime and
-downloads the model, which can take longer: rerun it (both are cached).
+and prints peak GPU memory (nvidia-smi, all processes) and the train step's time; the figures
+land in `<path>/<project>/models/<run>-smoke/ledgergym_smoke.json`, whose step time
+`train.py --check` uses for its budget. Budget: --timeout-s (600 s); the very first run on a
+machine also builds ART's vLLM runtime and downloads the model: pass --timeout-s 1800.
 Exit 0: every check passed; 1: a check failed (the report says which); 2: this machine cannot
 run it (no CUDA GPU, missing packages) or a bad argument, in one line.
 
@@ -34,12 +38,13 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from training.art.gpu_smoke_checks import render_report
+from training.art import run_state
+from training.art.gpu_smoke_checks import render_report, smoke_record
 from training.runs import RunConfig, RunConfigError, load_run_config
 
 EXIT_FAILED = 1
 EXIT_UNAVAILABLE = 2
-SMOKE_SUFFIX = "-smoke"
+SMOKE_SUFFIX = run_state.SMOKE_SUFFIX
 # one group of this many rollouts, each cut short: enough to see tool calls, not a whole episode
 SMOKE_GROUP_SIZE = 2
 SMOKE_MAX_TURNS = 6
@@ -56,7 +61,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--run", required=True, help="a run in runs/ (its LoRA, loss, rollout)")
     parser.add_argument("--base-model", help="another base model than the run's (a HF id)")
     parser.add_argument(
-        "--path", type=Path, default=Path(".art-smoke"), help="where the smoke model lives"
+        "--path", type=Path, default=Path(run_state.SMOKE_PATH), help="where the smoke model lives"
     )
     parser.add_argument("--timeout-s", type=float, default=600.0, help="the whole smoke's budget")
     args = parser.parse_args(argv)
@@ -105,11 +110,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         run = smoke_run(load_run_config(args.run), args.base_model, args.path)
     except RunConfigError as exc:
         return fail(exc)
-    from training.art.backends import missing_requirements
+    from training.art.backends import keep_wandb_off, missing_requirements
 
     missing = missing_requirements(run)
     if missing:
         return fail(f"the GPU smoke cannot run here: {missing}")
+    keep_wandb_off(run)  # the smoke's copy has [backend] wandb = false
     from agent.art_guard import import_art_for_training
 
     import_art_for_training()  # before anything imports art, as train.py does
@@ -117,6 +123,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     report = run_smoke(run, timeout_s=args.timeout_s)
     print(render_report(report, f"GPU smoke of {args.run} ({run.base_model}) as {run.name}"))
+    record = run_state.write_smoke_record(run_state.model_dir(run), smoke_record(run, report))
+    print(f"figures saved to {record} (train.py --check reads the step time)")
     return EXIT_FAILED if report.failed else 0
 
 

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from types import SimpleNamespace
 from typing import Any, Literal
 
 from openai.types.chat.chat_completion import Choice
+
+from training.runs import RunConfig
 
 TEMPLATE_KEYS = ("enable_thinking", "preserve_thinking")
 
@@ -30,6 +33,7 @@ class Check:
 class SmokeReport:
     checks: list[Check] = field(default_factory=list)
     figures: dict[str, str] = field(default_factory=dict)
+    measured: dict[str, float | int | str] = field(default_factory=dict)  # for the record file
 
     @property
     def failed(self) -> bool:
@@ -167,6 +171,21 @@ def sampled_token_ids(tokens: Sequence[str]) -> list[int]:
             raise ValueError(f"logprob token {token!r} is not 'token_id:N'")
         ids.append(int(number))
     return ids
+
+
+def smoke_record(run: RunConfig, report: SmokeReport) -> dict[str, Any]:
+    """What `train.py --check` reads back: the smoke's measured times, memory and verdicts."""
+    return {
+        "run": run.name,
+        "base_model": run.base_model,
+        "load_in_4bit": run.model.load_in_4bit,
+        "group_size": run.grpo.group_size,
+        "max_turns": run.rollout.max_turns,
+        "checks": {check.name: check.status for check in report.checks},
+        "passed": not report.failed,
+        "at": datetime.now(UTC).isoformat(timespec="seconds"),
+        **report.measured,
+    }
 
 
 def parse_gpu_memory(nvidia_smi_csv: str) -> int:

@@ -10,11 +10,13 @@ the first that fails ends the smoke (the later ones need it). The pure parts it 
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import subprocess
 import threading
 import time
 from collections.abc import Awaitable
+from pathlib import Path
 from typing import TypeVar, cast
 
 import httpx
@@ -26,7 +28,13 @@ from agent.art_guard import transformers_patch_kept
 from agent.art_import import art
 from env.generator import generate
 from training.art import run_state
-from training.art.backends import build_model, internal_config, make_backend, server_config
+from training.art.backends import (
+    build_model,
+    gdn_kernel_path,
+    internal_config,
+    make_backend,
+    server_config,
+)
 from training.art.backends import train_kwargs as run_train_kwargs
 from training.art.fixes import prepare_groups_for_training
 from training.art.gpu_smoke_checks import (
@@ -40,6 +48,12 @@ from training.art.gpu_smoke_checks import (
     turn_prompts,
 )
 from training.art.loop import gather_groups, rollout_config
+from training.art.smoke_environment import (
+    gdn_modeling_module,
+    kernel_check,
+    precision_check,
+    probe_gdn_fast_path,
+)
 from training.art.trainable_policy import TrainableModelPolicy
 from training.data_order import plan_data
 from training.runs import RunConfig
@@ -90,6 +104,7 @@ def run_smoke(run: RunConfig, *, timeout_s: float) -> SmokeReport:
         asyncio.run(_smoke(run, report, started + timeout_s))
     if memory.peak_mib is not None:
         report.figures["peak GPU memory (all processes)"] = f"{memory.peak_mib / 1024:.1f} GiB"
+        report.measured["peak_gpu_mib"] = memory.peak_mib
     else:
         report.figures["peak GPU memory"] = f"not measured ({memory.error})"
     report.figures["total"] = f"{time.monotonic() - started:.0f} s"
@@ -129,6 +144,7 @@ async def _phase(report: SmokeReport, name: str, work: Awaitable[T], deadline: f
 async def _checks(
     run: RunConfig, report: SmokeReport, deadline: float, backend: art.Backend
 ) -> None:
+    await _kernels(run, report, deadline)  # before register: minutes sooner when it fails
     model = build_model(run)
     started = time.monotonic()
     register = model.register(backend, _openai_client_config=server_config(run))
@@ -141,8 +157,11 @@ async def _checks(
     tokenizer: PreTrainedTokenizerBase = await _phase(report, "template", load, deadline)
     _add_or_stop(report, template_check(tokenizer.chat_template, kwargs).as_check())
 
+    started = time.monotonic()
     groups = await _phase(report, "rollout", _rollouts(run, model), deadline)
     trajectories = [t for group in groups for t in group.trajectories]
+    report.measured["rollout_s"] = round(time.monotonic() - started, 1)
+    report.measured["rollouts"] = len(trajectories)
     calls = sum(
         len(choice.message.tool_calls or [])
         for t in trajectories
@@ -164,15 +183,44 @@ async def _checks(
     train = backend.train(model, train_on, **run_train_kwargs(run))
     result = await _phase(report, "train", train, deadline)
     report.figures["train step (backend.train)"] = f"{time.monotonic() - started:.1f} s"
+    report.measured["train_s"] = round(time.monotonic() - started, 1)
     steps = result.metrics.get(GRADIENT_STEPS_KEY)
-    saved = run_state.holds_adapter(run_state.model_dir(run) / "checkpoints" / f"{result.step:04d}")
-    ok = result.step == 1 and bool(steps) and saved
+    checkpoint = run_state.model_dir(run) / "checkpoints" / f"{result.step:04d}"
+    problem = run_state.adapter_problem(checkpoint, run.lora.target_modules)
+    ok = result.step == 1 and bool(steps) and problem is None
+    saved = "yes" if problem is None else f"no ({problem})"
     detail = f"checkpoint {result.step}, gradient steps {steps}, adapter saved: {saved}{note}"
     _add_or_stop(report, Check("train", "pass" if ok else "fail", detail))
+    trained_on = _trained_on(checkpoint)
+    report.measured["base_trained_on"] = trained_on or "?"
+    _add_or_stop(report, precision_check(run.model.load_in_4bit, trained_on))
 
     sample = _sample(model, result.step, trajectories[0])
     reply = await _phase(report, "checkpoint", sample, deadline)
     report.add("checkpoint", "pass", f"{model.get_inference_name(result.step)} answered: {reply}")
+
+
+async def _kernels(run: RunConfig, report: SmokeReport, deadline: float) -> None:
+    """transformers' Gated-DeltaNet verdict in this environment; the slow path fails the smoke."""
+    module = gdn_modeling_module(run.base_model)
+    if module is None:
+        report.add("kernels", "note", f"{run.base_model} has no Gated-DeltaNet layers")
+        return
+    probe = asyncio.to_thread(probe_gdn_fast_path, module)
+    fast_path, messages = await _phase(report, "kernels", probe, deadline)
+    check = kernel_check(fast_path, messages, gdn_kernel_path(run.base_model)[1])
+    report.measured["kernel_path"] = {"pass": "fast", "fail": "slow"}.get(check.status, "unknown")
+    _add_or_stop(report, check)
+
+
+def _trained_on(checkpoint: Path) -> str | None:
+    """The base Unsloth loaded, as the adapter config names it (a 4-bit copy says so)."""
+    try:
+        config = json.loads((checkpoint / run_state.ADAPTER_CONFIG).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    base = config.get("base_model_name_or_path") if isinstance(config, dict) else None
+    return base if isinstance(base, str) else None
 
 
 def _add_or_stop(report: SmokeReport, check: Check) -> None:

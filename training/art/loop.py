@@ -89,8 +89,13 @@ async def train(
     directory = run_state.model_dir(run)
     # refusals first: a changed config or a teacher without its API key must not cost a start-up
     if run.backend.kind == "local":  # the other backends keep checkpoints elsewhere
-        for warning in run_state.set_aside_incomplete_checkpoints(directory):
+        for warning in run_state.set_aside_incomplete_checkpoints(
+            directory, run.lora.target_modules
+        ):
             say(warning)
+    repaired = run_state.repair_history(directory)  # ART prunes through it after validations
+    if repaired:
+        say(repaired)
     note = run_state.record_run(directory, run, data.fingerprint(), force=force)
     check_teacher(run, directory)
     model = build_model(run)
@@ -232,12 +237,33 @@ async def _validate(
     result = await validate(model, policy, scenarios, run, config, step)
     where = f"{result.scenarios} {run.validation.split} scenarios"
     say(f"validation at step {step}: pass^1 {result.pass1:.3f} on {where}")
-    # keep the latest checkpoint and the best by val pass^1, not one adapter per step
-    await model.delete_checkpoints(best_checkpoint_metric=run_state.PASS1_KEY)
+    await prune_checkpoints(model, run_state.model_dir(run), say)
     kept = run_state.checkpoint_steps(run_state.model_dir(run))
     if kept:
         say("  kept checkpoints (latest, best val pass^1): " + ", ".join(f"{s:04d}" for s in kept))
     return result
+
+
+async def prune_checkpoints(model: art.TrainableModel, directory: Path, say: Say) -> bool:
+    """Keep the latest checkpoint and the best by val pass^1, never stopping the run for it.
+
+    ART's `delete_checkpoints` reads history.jsonl with polars; an unreadable line raises
+    (polars' ComputeError). Then the file is repaired once and pruning retried; if it still
+    fails, every checkpoint is kept until the next validation and the run goes on.
+    """
+    for attempt in (1, 2):
+        try:
+            await model.delete_checkpoints(best_checkpoint_metric=run_state.PASS1_KEY)
+            return True
+        except Exception as exc:  # whatever ART or polars raise: pruning is not worth a run
+            repaired = run_state.repair_history(directory) if attempt == 1 else None
+            if repaired:
+                say(repaired)
+                continue
+            reason = (str(exc).strip().splitlines() or [""])[0][:200]
+            say(f"warning: checkpoints not pruned ({type(exc).__name__}: {reason}); kept all")
+            return False
+    return False
 
 
 def _out_of_time(run: RunConfig, started: float, durations: list[float]) -> bool:

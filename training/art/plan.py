@@ -2,8 +2,9 @@
 
 Nothing here imports torch or ART. Token counts come from replaying the reference solution of
 a few train scenarios through LedgerEnv (characters / 4: a lower bound, since a learning policy
-takes more turns). GPU time uses `ASSUMED_SECONDS_PER_ROLLOUT` until the run has logged steps;
-then the median of the measured `time/loop_step_s` in its history.jsonl replaces it.
+takes more turns). GPU time uses `ASSUMED_SECONDS_PER_ROLLOUT` until a GPU smoke of the run has
+timed a small step (`python -m training.art.gpu_smoke`), and once the run has logged steps the
+median of the measured `time/loop_step_s` in its history.jsonl replaces both.
 """
 
 from __future__ import annotations
@@ -28,14 +29,52 @@ CHARS_PER_TOKEN = 4
 
 
 @dataclass(frozen=True)
+class SmokeTiming:
+    """One small step timed by the GPU smoke: a group of rollouts, then one train step."""
+
+    rollout_s: float
+    train_s: float
+    rollouts: int
+    max_turns: int
+    at: str
+
+    @property
+    def seconds_per_rollout(self) -> float:
+        return (self.rollout_s + self.train_s) / self.rollouts
+
+
+def smoke_timing(run: RunConfig) -> SmokeTiming | None:
+    """The last GPU smoke of this run (default --path), when it timed both phases on the same
+    base model and precision; None otherwise."""
+    record = run_state.read_smoke_record(run_state.smoke_dir(run))
+    if not record or (record.get("base_model"), record.get("load_in_4bit")) != (
+        run.base_model,
+        run.model.load_in_4bit,
+    ):
+        return None
+    try:
+        timing = SmokeTiming(
+            rollout_s=float(record["rollout_s"]),
+            train_s=float(record["train_s"]),
+            rollouts=int(record["rollouts"]),
+            max_turns=int(record.get("max_turns", 0)),
+            at=str(record.get("at", "?")),
+        )
+    except (KeyError, TypeError, ValueError):  # a smoke that stopped before the train step
+        return None
+    return timing if timing.rollouts > 0 else None
+
+
+@dataclass(frozen=True)
 class Budget:
     train_rollouts: int
     val_rollouts: int
     validations: int
     tokens_per_rollout: int
     step_seconds: float
-    step_seconds_measured: int  # steps the figure comes from; 0: the assumption
+    step_seconds_measured: int  # steps the figure comes from; 0: the smoke or the assumption
     hours: float
+    smoke: SmokeTiming | None = None  # the figure's source when no step was measured
 
 
 def reference_tokens(run: RunConfig, seeds: list[int]) -> int:
@@ -70,7 +109,10 @@ def estimate(run: RunConfig, data: DataPlan) -> Budget:
         for seed in phase.seeds[: TOKEN_SAMPLE // len(data.phases) + 1]
     ]
     measured = run_state.measured_step_seconds(run_state.read_history(run_state.model_dir(run)))
+    smoke = None if measured else smoke_timing(run)
     step_seconds, count = measured if measured else (per_step * ASSUMED_SECONDS_PER_ROLLOUT, 0)
+    if smoke is not None:
+        step_seconds = per_step * smoke.seconds_per_rollout
     seconds = grpo.max_steps * step_seconds + val_rollouts * ASSUMED_SECONDS_PER_VAL_ROLLOUT
     return Budget(
         train_rollouts=grpo.max_steps * per_step,
@@ -80,6 +122,7 @@ def estimate(run: RunConfig, data: DataPlan) -> Budget:
         step_seconds=step_seconds,
         step_seconds_measured=count,
         hours=seconds / 3600,
+        smoke=smoke,
     )
 
 
@@ -93,6 +136,7 @@ def render_plan(run: RunConfig, data: DataPlan) -> str:
     lines = [
         f"run         {run.name}: {run.description}",
         f"model       {run.base_model} + LoRA r={lora.rank} alpha={lora.alpha} on {modules}",
+        *_machine_lines(run),
         f"backend     {run.backend.kind}; checkpoints in {directory / 'checkpoints'}",
         f"reward      {run.reward.variant}",
         f"loss        {loss.loss_fn}, lr {grpo.learning_rate:g}, scale_rewards="
@@ -129,6 +173,23 @@ def _data_lines(run: RunConfig, data: DataPlan) -> list[str]:
     return lines
 
 
+def _machine_lines(run: RunConfig) -> list[str]:
+    """Base precision, the Gated-DeltaNet kernel path here, and what W&B will do."""
+    from training.art.backends import gdn_kernel_path, wandb_line
+
+    setting = f"[model] load_in_4bit = {str(run.model.load_in_4bit).lower()}"
+    if run.model.load_in_4bit:
+        precision = f"4-bit base weights ({setting}; vLLM samples bf16: two different models)"
+    else:
+        precision = f"bf16 base weights ({setting}), as ART's vLLM samples"
+    path, why = gdn_kernel_path(run.base_model)
+    return [
+        f"precision   {precision}",
+        f"kernels     Gated-DeltaNet path here: {path} ({why})",
+        f"wandb       {wandb_line(run)}",
+    ]
+
+
 def _cold_start_lines(run: RunConfig) -> list[str]:
     cold = run.cold_start
     if cold is None:
@@ -141,8 +202,15 @@ def _cold_start_lines(run: RunConfig) -> list[str]:
 
 def _budget_lines(run: RunConfig, budget: Budget) -> list[str]:
     trained_tokens = budget.train_rollouts * budget.tokens_per_rollout
+    smoke = budget.smoke
     if budget.step_seconds_measured:
         source = f"measured: median of {budget.step_seconds_measured} logged steps"
+    elif smoke is not None:
+        source = (
+            f"GPU smoke of {smoke.at}: {smoke.rollout_s:.0f} s for {smoke.rollouts} rollouts of "
+            f"at most {smoke.max_turns} turns + {smoke.train_s:.0f} s train step = "
+            f"{smoke.seconds_per_rollout:.1f} s per rollout; rough, until history.jsonl has steps"
+        )
     else:
         source = (
             f"ASSUMED {ASSUMED_SECONDS_PER_ROLLOUT:g} s per rollout on one H100/H200-class GPU; "

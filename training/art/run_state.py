@@ -10,18 +10,25 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from training.art import adapter_files
 from training.runs import RunConfig
 
 RUN_FILE = "ledgergym_run.json"
-ADAPTER_CONFIG = "adapter_config.json"
-ADAPTER_WEIGHTS = ("adapter_model.safetensors", "adapter_model.bin")
+ADAPTER_CONFIG = adapter_files.CONFIG_FILE
+ADAPTER_WEIGHTS = adapter_files.WEIGHT_FILES
 INCOMPLETE_SUFFIX = ".incomplete"
 SFT_FILE = "ledgergym_sft.json"
+HISTORY_FILE = "history.jsonl"  # ART's, one JSON object per line
+CORRUPT_SUFFIX = ".corrupt"  # history.jsonl.corrupt-N: an original that had unreadable lines
+SMOKE_FILE = "ledgergym_smoke.json"  # python -m training.art.gpu_smoke: its figures
+SMOKE_PATH = ".art-smoke"  # the smoke's default --path
+SMOKE_SUFFIX = "-smoke"  # the smoke trains `<run>-smoke`, never the run itself
 STEP_SECONDS_KEY = "time/loop_step_s"  # what train.py logs per step; `--check` reads it back
 PASS1_KEY = "val/pass1"
 
@@ -46,31 +53,42 @@ def checkpoint_steps(directory: Path) -> list[int]:
     return sorted(int(p.name) for p in root.iterdir() if p.is_dir() and p.name.isdigit())
 
 
-def holds_adapter(checkpoint: Path) -> bool:
-    """A PEFT adapter: a non-empty adapter_config.json and non-empty weights."""
-    return _non_empty(checkpoint / ADAPTER_CONFIG) and any(
-        _non_empty(checkpoint / name) for name in ADAPTER_WEIGHTS
-    )
+def adapter_problem(checkpoint: Path, target_modules: Sequence[str] | None = None) -> str | None:
+    """What is wrong with a checkpoint's adapter, in one line; None when it is whole."""
+    return adapter_files.adapter_problem(checkpoint, target_modules)
 
 
-def set_aside_incomplete_checkpoints(directory: Path) -> list[str]:
+def holds_adapter(checkpoint: Path, target_modules: Sequence[str] | None = None) -> bool:
+    """A whole PEFT adapter: its config, and weights whose safetensors header fits the file and
+    holds a lora_A/lora_B pair for every target module (training.art.adapter_files)."""
+    return adapter_files.adapter_problem(checkpoint, target_modules) is None
+
+
+def set_aside_incomplete_checkpoints(
+    directory: Path, target_modules: Sequence[str] | None = None
+) -> list[str]:
     """Before `register`: the newest checkpoint must hold an adapter; one warning per move.
 
     ART resumes from the highest-numbered `checkpoints/NNNN` whatever it holds, and a kill
     during a save can leave one without adapter files. Such a directory is renamed
     `NNNN.incomplete` (ART ignores names that are not numbers; nothing is deleted) until the
     newest holds an adapter, so the run resumes from the previous checkpoint and retrains the
-    lost step on the same batch.
+    lost step on the same batch. Pass the run's `[lora] target_modules` to check them too.
     """
     warnings = []
     for step in reversed(checkpoint_steps(directory)):
         checkpoint = directory / "checkpoints" / f"{step:04d}"
-        if holds_adapter(checkpoint):
+        problem = adapter_files.adapter_problem(checkpoint, target_modules)
+        if problem is None:
             break
         aside = _free_name(checkpoint.with_name(checkpoint.name + INCOMPLETE_SUFFIX))
         checkpoint.rename(aside)
+        files = _non_empty(aside / ADAPTER_CONFIG) and any(
+            _non_empty(aside / name) for name in ADAPTER_WEIGHTS
+        )
+        what = f"a broken adapter: {problem}" if files else "no adapter files"
         warnings.append(
-            f"warning: checkpoint {step:04d} holds no adapter files (a save cut short?); "
+            f"warning: checkpoint {step:04d} holds {what} (a save cut short?); "
             f"moved to {aside.name}, resuming from the checkpoint before it"
         )
     return warnings
@@ -165,7 +183,7 @@ def grpo_offset(directory: Path) -> int:
 
 
 def read_history(directory: Path) -> list[dict[str, Any]]:
-    path = directory / "history.jsonl"
+    path = directory / HISTORY_FILE
     if not path.is_file():
         return []
     rows = []
@@ -177,6 +195,69 @@ def read_history(directory: Path) -> list[dict[str, Any]]:
         if isinstance(row, dict):
             rows.append(row)
     return rows
+
+
+def smoke_dir(run: RunConfig, path: str = SMOKE_PATH) -> Path:
+    """Where `python -m training.art.gpu_smoke --run <run>` trains its copy (cwd-relative)."""
+    root = Path(path).expanduser().resolve()
+    return root / run.backend.project / "models" / (run.name + SMOKE_SUFFIX)
+
+
+def write_smoke_record(directory: Path, record: dict[str, Any]) -> Path:
+    _write_json(directory / SMOKE_FILE, record)
+    return directory / SMOKE_FILE
+
+
+def read_smoke_record(directory: Path) -> dict[str, Any] | None:
+    """The last smoke's figures, or None when there was none (or it cannot be read)."""
+    saved = _read_ledger(directory / SMOKE_FILE)
+    return saved or None
+
+
+def repair_history(directory: Path) -> str | None:
+    """Drops the lines of history.jsonl that polars cannot read; the original is kept beside it.
+
+    ART's `model.log` appends one JSON object per line, and `model.delete_checkpoints` reads the
+    whole file with polars: one line cut by a kill mid-write raises polars' ComputeError in every
+    later validation (and a cut last line would swallow the next row appended to it). Run before
+    training and again when pruning fails. Returns the one line to print, or None when whole.
+    """
+    path = directory / HISTORY_FILE
+    if not path.is_file():
+        return None
+    raw = path.read_bytes()
+    lines = [line for line in raw.splitlines() if line.strip()]
+    kept = [line for line in lines if _readable_row(line)]
+    if len(kept) == len(lines):
+        if not raw or raw.endswith(b"\n"):
+            return None
+        with path.open("ab") as handle:  # or ART's next row would be appended to this one
+            handle.write(b"\n")
+        return f"warning: {path} ended without a newline (a write cut short?); added one"
+    n = 1
+    while (copy := path.with_name(f"{HISTORY_FILE}{CORRUPT_SUFFIX}-{n}")).exists():
+        n += 1
+    copy.write_bytes(raw)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(b"".join(line + b"\n" for line in kept))
+    os.replace(tmp, path)
+    return (
+        f"warning: {path} had {len(lines) - len(kept)} unreadable line(s) (a write cut short?): "
+        f"dropped, {len(kept)} kept; the original is {copy.name}"
+    )
+
+
+def _readable_row(line: bytes) -> bool:
+    """A JSON object without NaN or Infinity (Python's json takes them, polars does not)."""
+    try:
+        row = json.loads(line, parse_constant=_reject_constant)
+    except ValueError:  # also UnicodeDecodeError
+        return False
+    return isinstance(row, dict)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
 
 
 def validated_steps(history: list[dict[str, Any]]) -> set[int]:
