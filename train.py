@@ -18,20 +18,21 @@ import asyncio
 import importlib.util
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 # Only light imports up here: --check and --export must run without torch, ART or a GPU.
+from env.cli import Parser, fail, run_command
 from training.data_order import DataPlan, DataPlanError, plan_data
 from training.runs import RunConfig, RunConfigError, load_run_config
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # ART imports litellm: stay offline
 
-EXIT_USER_ERROR = 2
 TRL_MODULES = ("torch", "transformers", "trl", "peft", "datasets")
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = Parser(prog="python train.py", description=__doc__.splitlines()[0])
     # which run
     parser.add_argument("--run", required=True, help="a name in runs/ (e.g. binary-01) or a .toml")
     # what to do instead of training
@@ -49,13 +50,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def fail(message: object) -> int:
-    """User mistakes and missing machinery end in one line, never a traceback."""
-    print(f"error: {message}", file=sys.stderr)
-    return EXIT_USER_ERROR
-
-
 def main(argv: list[str] | None = None) -> int:
+    """User mistakes and missing machinery end in one line (`fail`), never a traceback."""
+    return run_command("python train.py", recipe, argv)
+
+
+def recipe(argv: Sequence[str] | None) -> int:
     args = parse_args(argv)
 
     # 1. The run: everything that defines it is one file in runs/.

@@ -13,7 +13,6 @@ Run:      python -m agent.smollm2          # converts if needed, prints the chec
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import importlib.util
 import json
@@ -21,10 +20,12 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent.tiny_model import response_template
+from env.cli import EXIT_USER_ERROR, Parser, run_command
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -184,17 +185,21 @@ def _require_gguf_libraries() -> None:
         )
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def _main(argv: Sequence[str] | None) -> int:
+    parser = Parser(prog="python -m agent.smollm2", description=__doc__.splitlines()[0])
     parser.add_argument("--cache-dir", type=Path, help="default: $LEDGERGYM_CACHE/models")
     args = parser.parse_args(argv)
     try:
         path = checkpoint_dir(args.cache_dir)
     except ModelUnavailable as exc:
         print(exc, file=sys.stderr)
-        return 2
+        return EXIT_USER_ERROR
     print(path)
     return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_command("python -m agent.smollm2", _main, argv)
 
 
 if __name__ == "__main__":

@@ -9,16 +9,18 @@ Run: python -m agent.tiny_model --corpus lines.txt --cache-dir runs/tiny-models
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
 import shutil
+import sys
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from env.cli import Parser, run_command
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerFast
@@ -196,15 +198,20 @@ def _init_model(spec: TinyModelSpec, tokenizer: PreTrainedTokenizerFast) -> PreT
     return model
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def _main(argv: Sequence[str] | None) -> int:
+    parser = Parser(prog="python -m agent.tiny_model", description=__doc__.splitlines()[0])
     parser.add_argument("--name", default="tiny-qwen3", choices=sorted(SPECS))
     parser.add_argument("--corpus", type=Path, required=True, help="text file, one line per sample")
     parser.add_argument("--cache-dir", type=Path, default=default_cache_dir())
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     lines = args.corpus.read_text(encoding="utf-8").splitlines()
     print(build_tiny_model(args.name, corpus=lines, cache_dir=args.cache_dir))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_command("python -m agent.tiny_model", _main, argv)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

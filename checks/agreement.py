@@ -35,6 +35,7 @@ from typing import Any
 from checks.hacks.cheats import CHEATS
 from checks.hacks.cheats_surface import SURFACE_CHEATS
 from checks.hacks.samples import sample
+from env.cli import EXIT_FAILED, EXIT_USER_ERROR, Parser, run_command
 from env.episode import EpisodeRecord, record_episode
 from env.generator import generate
 from env.labels import ROOT_CAUSES
@@ -268,7 +269,7 @@ def splits(verdicts: Sequence[Verdict]) -> list[Verdict]:
 
 def exit_status(verdicts: Sequence[Verdict]) -> int:
     """1 when any episode's binary reward and grounded success disagree, else 0."""
-    return 1 if disagreements(verdicts) else 0
+    return EXIT_FAILED if disagreements(verdicts) else 0
 
 
 # the report -----------------------------------------------------------------------------------
@@ -302,8 +303,8 @@ def print_report(verdicts: Sequence[Verdict]) -> int:
     return exit_status(verdicts)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def _main(argv: Sequence[str] | None) -> int:
+    parser = Parser(prog="python -m checks.agreement", description=__doc__.splitlines()[0])
     parser.add_argument("--episodes", type=int, default=1000, help="random-policy episodes")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
@@ -337,8 +338,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.json.write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
         except OSError as exc:
             print(f"error: cannot write --json {args.json}: {exc.strerror}", file=sys.stderr)
-            return 2
+            return EXIT_USER_ERROR
     return status
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_command("python -m checks.agreement", _main, argv)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from env.cli import Parser, UsageError, run
+from env.cli import Parser, UsageError, run_command
 from env.episode import EpisodeRecord, record_episode
 from env.generator import generate
 from env.ledger_env import LedgerEnv, open_database
@@ -316,7 +316,7 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return run("python -m checks.bench", _main, argv)
+    return run_command("python -m checks.bench", _main, argv)
 
 
 if __name__ == "__main__":

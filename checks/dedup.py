@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from env.builder import data
-from env.cli import Parser, map_seeds, positive_int, run, unit_fraction
+from env.cli import EXIT_FAILED, Parser, map_seeds, positive_int, run_command, unit_fraction
 from env.generator import generate
 from env.splits import split_seeds
 
@@ -208,11 +208,11 @@ def _main(argv: Sequence[str] | None) -> int:
         print(f"MASKED BODY MATCH {p.scenario_id} == train-{p.body_twin}")
     print(f"masked-body matches (ids, names, numbers, months masked): {len(twins)}")
     print(f"exact duplicates: {len(exact)}")
-    return 1 if exact or twins else 0
+    return EXIT_FAILED if exact or twins else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return run("python -m checks.dedup", _main, argv)
+    return run_command("python -m checks.dedup", _main, argv)
 
 
 if __name__ == "__main__":

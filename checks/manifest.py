@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from env.builder import data
-from env.cli import Parser, map_seeds, positive_int, run
+from env.cli import EXIT_FAILED, Parser, map_seeds, positive_int, run_command
 from env.generator import GENERATOR_VERSION, generate
 from env.labels import DIFFICULTIES, FAULT_LABELS, HELDOUT_LABEL
 from env.ledger_env import open_database
@@ -187,7 +187,7 @@ def _main(argv: Sequence[str] | None) -> int:
             return 0
     if not args.path.exists():
         print(f"no manifest at {args.path}; run with --write")
-        return 1
+        return EXIT_FAILED
     expected = json.loads(args.path.read_text(encoding="utf-8"))
     mismatches = compare(expected, got)
     for m in mismatches:
@@ -203,11 +203,11 @@ def _main(argv: Sequence[str] | None) -> int:
         f"{len(facts)} frozen scenarios, {len(mismatches)} mismatches; "
         f"{len(train)} train + {len(val)} val checked, {len(problems)} invariant problems"
     )
-    return 1 if mismatches or problems else 0
+    return EXIT_FAILED if mismatches or problems else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return run("python -m checks.manifest", _main, argv)
+    return run_command("python -m checks.manifest", _main, argv)
 
 
 if __name__ == "__main__":

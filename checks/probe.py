@@ -40,7 +40,7 @@ from checks.probe_models import (
     raw,
     recall,
 )
-from env.cli import Parser, positive_int, run
+from env.cli import EXIT_FAILED, Parser, positive_int, run_command
 from env.labels import DIFFICULTIES, HELDOUT_LABEL, ROOT_CAUSES
 from env.splits import split_seeds
 
@@ -267,11 +267,11 @@ def _main(argv: Sequence[str] | None) -> int:
             "failures": failures,
         }
         args.json.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
-    return 1 if failures else 0
+    return EXIT_FAILED if failures else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return run("python -m checks.probe", _main, argv)
+    return run_command("python -m checks.probe", _main, argv)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from checks.invariants import world_problems
-from env.cli import Parser, UsageError, map_seeds, positive_int, run
+from env.cli import EXIT_FAILED, Parser, UsageError, map_seeds, positive_int, run_command
 from env.episode import drafted_credits
 from env.generator import generate
 from env.ledger_env import LedgerEnv, open_database
@@ -170,11 +170,11 @@ def _main(argv: Sequence[str] | None) -> int:
         for problem in check.problems:
             print(f"  - {problem}")
     print(f"{len(checks) - len(failed)}/{len(checks)}")
-    return 1 if failed else 0
+    return EXIT_FAILED if failed else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return run("python -m checks.validate", _main, argv)
+    return run_command("python -m checks.validate", _main, argv)
 
 
 if __name__ == "__main__":

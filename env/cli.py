@@ -1,8 +1,9 @@
-"""Shared plumbing of the `env` command-line checks (validate, manifest, dedup, bench).
+"""The one command-line module: exit codes, usage errors and the runners every command shares.
 
-A user mistake (unknown split, a limit of 0) must end in one clear line and exit status 2,
-never a traceback, and `main(argv) -> int` must be callable from tests, so argparse's
-`error()` raises here instead of exiting. Not a command itself.
+It lives in `env`, the lowest layer, so that every layer (env's own commands, eval, training,
+train.py, checks, experiments) may import it. A user mistake (unknown split, a limit of 0, a bad
+flag) ends in one line on stderr and status 2, never a traceback, and `main(argv) -> int` stays
+callable from tests, so argparse's `error()` raises here instead of exiting. Not a command itself.
 """
 
 from __future__ import annotations
@@ -11,10 +12,16 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from typing import TypeVar
 
 T = TypeVar("T")
+
+# The exit statuses of every command (0: done, all well); each command's docstring says which.
+EXIT_FAILED = 1  # a gate or check ran and failed (the output says which)
+EXIT_USER_ERROR = 2  # a mistake in the command line or its inputs, or a machine that cannot run it
+EXIT_INCOMPLETE = 3  # work left by transient errors: rerun the same command to resume
+EXIT_UNREACHABLE = 4  # the server refused every connection for too long: rerun once it is up
+EXIT_INTERRUPTED = 130  # the shell's code for SIGINT
 
 
 class UsageError(Exception):
@@ -46,16 +53,40 @@ def unit_fraction(text: str) -> float:
     return value
 
 
-def run(prog: str, body: Callable[[Sequence[str] | None], int], argv: Sequence[str] | None) -> int:
-    """Runs a command's body; a `UsageError` becomes one line on stderr and status 2."""
+def run_command(
+    prog: str,
+    body: Callable[[Sequence[str] | None], int],
+    argv: Sequence[str] | None,
+    user_errors: tuple[type[Exception], ...] = (),
+) -> int:
+    """Runs a command's body; a `UsageError` (or one of `user_errors`: a bad file, an unknown
+    run) becomes one line on stderr and status 2."""
     try:
         return body(argv)
-    except UsageError as exc:
+    except (UsageError, *user_errors) as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_USER_ERROR
     except BrokenPipeError:  # `... | head`: the reader left; no traceback at exit either
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 1
+        return EXIT_FAILED
+
+
+def run_resumable(body: Callable[[], int], user_errors: tuple[type[Exception], ...]) -> int:
+    """For commands that append progress as they go (eval.run, training.filter): `body()`'s
+    status; a `UsageError` or one of `user_errors` is one line, and Ctrl-C says a rerun resumes."""
+    try:
+        return body()
+    except (UsageError, *user_errors) as exc:
+        return fail(exc)
+    except KeyboardInterrupt:
+        print("interrupted; rerun the same command to resume", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def fail(message: object) -> int:
+    """A user mistake or missing machinery found past the parser: one line, never a traceback."""
+    print(f"error: {message}", file=sys.stderr)
+    return EXIT_USER_ERROR
 
 
 def progress(items: Iterable[T], total: int, desc: str) -> Iterator[T]:
@@ -79,6 +110,8 @@ def map_seeds(
     workers = workers or os.cpu_count() or 1
     if workers <= 1 or len(seeds) < 200:
         return [fn(split, seed) for seed in progress(seeds, len(seeds), split)]
+    from concurrent.futures import ProcessPoolExecutor  # here: every command imports this module
+
     chunk = max(1, len(seeds) // (workers * 8))
     with ProcessPoolExecutor(max_workers=workers) as pool:
         results = pool.map(fn, [split] * len(seeds), seeds, chunksize=chunk)

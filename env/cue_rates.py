@@ -9,12 +9,13 @@ Run: `python -m env.cue_rates [--measure] [--limit 1500]` (without --measure it 
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 
 from env import complaints
-from env.cli import Parser, positive_int, run
+from env.cli import Parser, positive_int, run_command
 from env.complaints import RATES_FILE
 from env.generator import generate
 from env.splits import split_seeds
@@ -50,8 +51,8 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return run("python -m env.cue_rates", _main, argv)
+    return run_command("python -m env.cue_rates", _main, argv)
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(main())

@@ -1,4 +1,4 @@
-"""Two runs side by side: `python eval/compare.py RUN_A RUN_B` (run directories or summary.json).
+"""Two runs side by side: `python -m eval.compare RUN_A RUN_B` (run directories or summary.json).
 
 Prints one markdown table of pass^1, pass^k, per root cause, per difficulty and the rates, and
 marks with `*` each row whose two 95% intervals do not overlap: a screening flag for a real
@@ -11,12 +11,11 @@ test (`eval/report/paired.py`), the comparison to trust when both saw the same s
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-if __package__ in (None, ""):  # run as `python eval/compare.py`: make the repo importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
+from env.cli import EXIT_USER_ERROR, Parser, run_command
 from eval.report.load import ReportInputError, load_run, unique_names
 from eval.report.paired import describe, has_grounded, paired_comparison
 from eval.stats import intervals_overlap
@@ -95,20 +94,24 @@ def _warnings(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
     return notes
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 2:
-        print("usage: python eval/compare.py RUN_A RUN_B", file=sys.stderr)
-        return 2
+def _main(argv: Sequence[str] | None) -> int:
+    parser = Parser(prog="python -m eval.compare", description=__doc__.splitlines()[0])
+    parser.add_argument("run_a", type=Path, metavar="RUN_A", help="run directory or summary.json")
+    parser.add_argument("run_b", type=Path, metavar="RUN_B", help="run directory or summary.json")
+    args = parser.parse_args(argv)
     try:
-        first, second = (load_summary(Path(arg)) for arg in args)
+        first, second = load_summary(args.run_a), load_summary(args.run_b)
     except (OSError, ValueError) as exc:
         print(f"error: cannot read a summary: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_USER_ERROR
     print(render(first, second))
     print()
-    print("\n".join(paired_lines(Path(args[0]), Path(args[1]))))
+    print("\n".join(paired_lines(args.run_a, args.run_b)))
     return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_command("python -m eval.compare", _main, argv)
 
 
 def paired_lines(first: Path, second: Path) -> list[str]:

@@ -26,14 +26,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-if __package__ in (None, ""):  # run as `python eval/run.py`: make the repo importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # before anything imports litellm
 # litellm's own logging dumps its response objects with pydantic serializer warnings: not ours
 warnings.filterwarnings("ignore", message="Pydantic serializer warnings")
 
-from agent.cli import EXIT_INCOMPLETE, EXIT_UNREACHABLE, run_resumable  # noqa: E402
 from agent.policy import (  # noqa: E402
     Policy,
     PolicyError,
@@ -49,6 +45,7 @@ from agent.registry import (  # noqa: E402
     server_context_length,
 )
 from agent.retry import RetrySettings, ServerWatch  # noqa: E402
+from env.cli import EXIT_INCOMPLETE, EXIT_UNREACHABLE, run_resumable  # noqa: E402
 from env.splits import SPLITS, UnknownSplit, split_seeds  # noqa: E402
 from eval.episode_log import (  # noqa: E402
     EPISODES,

@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agent.cli import EXIT_INCOMPLETE, run_resumable
 from agent.policy import Policy, PolicyError, TransientPolicyError
 from agent.registry import DEFAULT_REGISTRY, build_policy, check_reachable, resolve_model
+from env.cli import EXIT_INCOMPLETE, run_resumable
 from env.generator import generate
 from env.scenario import Scenario, reveal_truth
 from env.splits import SPLITS, UnknownSplit, split_seeds

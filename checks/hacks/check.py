@@ -8,7 +8,6 @@ the rollout that evaluation and training use; scenarios are cached by `generate`
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import sys
@@ -22,6 +21,7 @@ from checks.hacks.cheats import CHEATS
 from checks.hacks.cheats_surface import SURFACE_CHEATS
 from checks.hacks.programs import Cheat
 from checks.hacks.samples import eval_scenarios, sample
+from env.cli import EXIT_FAILED, Parser, run_command
 from env.labels import ROOT_CAUSES
 from env.scenario import Scenario, Truth, reveal_truth
 from rewards.reward import RewardConfig, compute_reward
@@ -136,10 +136,8 @@ def print_table(results: Sequence[CaseResult]) -> None:
         )
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m checks.hacks", description=__doc__.splitlines()[0]
-    )
+def _main(argv: Sequence[str] | None) -> int:
+    parser = Parser(prog="python -m checks.hacks", description=__doc__.splitlines()[0])
     parser.add_argument("--json", type=Path, help="write every row and its worst episode here")
     args = parser.parse_args(argv)
     results = asyncio.run(_run_all())
@@ -157,7 +155,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json:
         rows = [{**asdict(r), "passed": r.passed} for r in results]
         args.json.write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
-    return 1 if failed else 0
+    return EXIT_FAILED if failed else 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_command("python -m checks.hacks", _main, argv)
 
 
 async def _run_all() -> list[CaseResult]:

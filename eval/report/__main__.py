@@ -8,20 +8,20 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
+from env.cli import EXIT_USER_ERROR, Parser, run_command
 from eval.report.load import ReportInputError
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="python -m eval.report", description=__doc__.splitlines()[0]
-    )
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = Parser(prog="python -m eval.report", description=__doc__.splitlines()[0])
     parser.add_argument(
         "runs",
         nargs="+",
         type=Path,
-        help="eval/run.py run directories, the first is the baseline of the paired comparisons",
+        help="eval.run run directories, the first is the baseline of the paired comparisons",
     )
     parser.add_argument(
         "--train-metrics",
@@ -45,7 +45,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def main(argv: list[str] | None = None) -> int:
+def _main(argv: Sequence[str] | None) -> int:
     args = parse_args(argv)
     from eval.report.build import build_report
 
@@ -59,17 +59,21 @@ def main(argv: list[str] | None = None) -> int:
         )
     except ReportInputError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_USER_ERROR
     except ModuleNotFoundError as exc:
         if exc.name != "matplotlib":
             raise
         print("error: the report draws with matplotlib: pip install -e '.[agent]'", file=sys.stderr)
-        return 2
+        return EXIT_USER_ERROR
     except OSError as exc:
         print(f"error: cannot write the report: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_USER_ERROR
     print(f"report: {page}")
     return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_command("python -m eval.report", _main, argv)
 
 
 if __name__ == "__main__":

@@ -3,18 +3,18 @@ print the tables, write outputs/lab/{report.md, summary.json, lab.png}."""
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from env.cli import EXIT_FAILED, Parser, run_command
 from experiments.reward_lab.experiments import SCALES, run_all
 from experiments.reward_lab.report import ROOT, write
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m experiments.reward_lab", description=__doc__)
+def _main(argv: Sequence[str] | None) -> int:
+    parser = Parser(prog="python -m experiments.reward_lab", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="every part at a small size (CI)")
     parser.add_argument("--scale", choices=sorted(SCALES), help="overrides --quick")
     parser.add_argument("--seed", type=int, default=0)
@@ -33,11 +33,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         paths = write(results, args.out)
     except OSError as exc:
         print(f"error: cannot write the report to {args.out}: {exc}", file=sys.stderr)
-        return 1
+        return EXIT_FAILED
     print()
     print(paths[0].read_text(encoding="utf-8"))
     print("wrote " + ", ".join(str(p) for p in paths))
     return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_command("python -m experiments.reward_lab", _main, argv)
 
 
 if __name__ == "__main__":

@@ -182,7 +182,7 @@ def _bad_program(scenario):  # type: ignore[no-untyped-def]
 
 
 def _eval_run(model: str, directory: Path) -> Path:
-    """`python eval/run.py --model MODEL --k SAMPLES --limit LIMIT --out DIR`, in process."""
+    """`python -m eval.run --model MODEL --k SAMPLES --limit LIMIT --out DIR`, in process."""
     from eval.run import main
 
     argv = ["--model", model, "--k", str(SAMPLES), "--limit", str(LIMIT), "--out", str(directory)]

@@ -58,8 +58,10 @@ SCRIPTS = scripts()
 
 
 def child_env(**extra: str) -> dict[str, str]:
+    """PYTHONPATH: `python eval/run.py` imports the project as installed (pip install -e); this
+    stands in for the install when it points at another checkout, as in a git worktree."""
     env = {name: value for name, value in os.environ.items() if name not in API_KEYS}
-    return {**env, "PYTHONUNBUFFERED": "1", **extra}
+    return {**env, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1", **extra}
 
 
 def command(*args: str | Path) -> list[str]:

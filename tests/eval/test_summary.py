@@ -127,9 +127,10 @@ def test_compare_marks_rows_whose_intervals_do_not_overlap(tmp_path, capsys):
     assert not rate.endswith("| * |")
 
 
-def test_compare_without_two_runs_says_how_to_call_it(capsys):
+def test_compare_without_two_runs_says_what_is_missing_in_one_line(capsys):
     assert compare.main(["only-one"]) == 2
-    assert "usage" in capsys.readouterr().err
+    error = capsys.readouterr().err
+    assert "required: RUN_B" in error and error.count("\n") == 1
 
 
 def test_summary_json_round_trips(tmp_path, summary):

@@ -18,14 +18,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from env.cli import EXIT_INCOMPLETE, EXIT_USER_ERROR
 from env.splits import SPLITS, split_seeds
 from training.runs import RunConfig, RunConfigError, load_run_config
 
 if TYPE_CHECKING:
     from agent.art_import import art
-
-EXIT_USER_ERROR = 2
-EXIT_INCOMPLETE = 3
 
 
 async def evaluate(

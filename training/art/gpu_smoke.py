@@ -38,12 +38,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from env.cli import EXIT_FAILED, fail
 from training.art import run_state
 from training.art.gpu_smoke_checks import render_report, smoke_record
 from training.runs import RunConfig, RunConfigError, load_run_config
 
-EXIT_FAILED = 1
-EXIT_UNAVAILABLE = 2
 SMOKE_SUFFIX = run_state.SMOKE_SUFFIX
 # one group of this many rollouts, each cut short: enough to see tool calls, not a whole episode
 SMOKE_GROUP_SIZE = 2
@@ -97,11 +96,6 @@ def smoke_run(run: RunConfig, base_model: str | None, path: Path) -> RunConfig:
             "cold_start": None,
         }
     )
-
-
-def fail(message: object) -> int:
-    print(f"error: {message}", file=sys.stderr)
-    return EXIT_UNAVAILABLE
 
 
 def main(argv: Sequence[str] | None = None) -> int:

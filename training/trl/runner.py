@@ -13,10 +13,10 @@ eval-after/ and their report (report/index.html, `python -m eval.report`) into `
 
 from __future__ import annotations
 
-import argparse
 import functools
 import os
 import statistics
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,10 +25,11 @@ from typing import Any, cast
 import agent.art_import  # noqa: F401  (first: art's transformers patch breaks the tiny model)
 from agent.rollout import RolloutConfig
 from agent.tiny_model import resolve_base_model
+from env.cli import Parser, run_command
 from env.generator import generate
 from env.scenario import Scenario
 from training.data_order import curriculum_seeds
-from training.runs import RunConfig, TrlSection, load_run_config
+from training.runs import RunConfig, RunConfigError, TrlSection, load_run_config
 from training.trl.data import (
     SftExample,
     corpus_lines,
@@ -331,8 +332,8 @@ def _mean_of(rows: list[dict[str, Any]], trl_key: str) -> float:
     return statistics.fmean(values) if values else 0.0
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def _main(argv: Sequence[str] | None) -> int:
+    parser = Parser(prog="python -m training.trl.runner", description=__doc__.splitlines()[0])
     parser.add_argument("--run", default="cpu-smoke", help="run name in runs/ or a .toml path")
     parser.add_argument("--steps", type=int, default=None, help="GRPO steps (default: the run's)")
     parser.add_argument("--out", type=Path, default=None, help="default: outputs/<run name>/")
@@ -342,7 +343,12 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"run {run.name!r} has trainer {run.trainer!r}, not 'trl'")
     out = args.out or REPO / "outputs" / run.name
     print(run_trl(run, out_dir=out, steps=args.steps).render())
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_command("python -m training.trl.runner", _main, argv, (RunConfigError,))
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
