@@ -30,7 +30,6 @@ PENDING_ONE_LINE = {
     "eval.run": "parse_args builds argparse.ArgumentParser, not env.cli.Parser",
     "training.filter": "parse_args builds argparse.ArgumentParser, not env.cli.Parser",
     "training.art.eval_checkpoint": "parse_args builds argparse.ArgumentParser",
-    "training.art.gpu_smoke": "parse_args builds argparse.ArgumentParser",
 }
 
 

@@ -38,7 +38,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from env.cli import EXIT_FAILED, fail
+from env.cli import EXIT_FAILED, Parser, UsageError, fail
 from training.art import run_state
 from training.art.gpu_smoke_checks import render_report, smoke_record
 from training.runs import RunConfig, RunConfigError, load_run_config
@@ -52,7 +52,7 @@ SMOKE_MAX_TOKENS = 1024
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     doc = __doc__ or ""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="python -m training.art.gpu_smoke",
         description=doc.split("\n\nEverything")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -99,10 +99,10 @@ def smoke_run(run: RunConfig, base_model: str | None, path: Path) -> RunConfig:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
     try:
+        args = parse_args(argv)
         run = smoke_run(load_run_config(args.run), args.base_model, args.path)
-    except RunConfigError as exc:
+    except (UsageError, RunConfigError) as exc:
         return fail(exc)
     from training.art.backends import keep_wandb_off, missing_requirements
 
