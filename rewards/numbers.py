@@ -427,8 +427,9 @@ def read_text(text: str) -> tuple[Token, ...]:
 @lru_cache(maxsize=4096)
 def read_items(text: str) -> tuple[Token | str | None, ...]:
     """rewards/README.md G10.1: the words and phrases of `text` in order, read as G2 reads
-    them (a Token, or None for a word that is not number-like), except that a word that is
-    exactly an operator or `=` is kept as that string (G2 reads it as no token)."""
+    them (a Token, or None for a word that is not number-like), except that a word that is an
+    operator or `=` (edge punctuation aside; `*` before G2.2 strips it) is kept as that string
+    (G2 reads it as no token)."""
     words = []
     for word in normalise(text).split():
         stripped = word if word in OPERATORS else _strip(word)

@@ -218,8 +218,8 @@ SIGNS = ("+", "-", "x", "X", "×", "*", "/", "÷", "=")
 @lru_cache(maxsize=4096)
 def read_with_signs(text: str) -> tuple[Reading | str | None, ...]:
     """rewards/README.md G10.1: the words and phrases of `text` in order as `read` reads them
-    (a Reading, or None for a word that is not number-like), with each word that is exactly
-    an operator or `=` kept as that string."""
+    (a Reading, or None for a word that is not number-like), with each word that is an
+    operator or `=` (edge punctuation aside; `*` before trimming drops it) kept as that string."""
     words = []
     for word in _clean(text).split():
         kept = word if word in SIGNS else _trim(word)
