@@ -15,8 +15,9 @@ imports nothing from `rewards/`).
 
 The random policy reads like a careless agent: some of the reference's reads, random look-ups
 (invented dates, recompute overrides), credits right or wrong, a label and amounts right or
-wrong, and a summary mixing tool numbers, invented numbers, echoes, counts and times, each in a
-random notation. It reads the truth only to make right answers common enough to test.
+wrong, and a summary mixing tool numbers, invented numbers, echoes, counts, times and written
+calculations (right or wrong, rewards/README.md G10), each in a random notation. It reads the
+truth only to make right answers common enough to test.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import asdict, dataclass
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -88,9 +90,11 @@ def _why_not_grounded(grade: EpisodeGrade) -> str:
     if not grade.success or grade.grounded_success:
         return ""
     bad = [f"{t.text!r} {t.status}" for t in grade.number_trace if t.status != "evidence"]
-    bad = [b for b in bad if "allowed" not in b]
+    bad = [b for b in bad if "allowed" not in b and "derived" not in b]
     if bad:
         return "; ".join(bad[:4])
+    if not grade.investigated:
+        return "no_error without reading a disputed invoice (G11)"
     return "no found fact: only counts, times or the own total are cited"
 
 
@@ -179,7 +183,33 @@ def _summary(rng: random.Random, scenario: Scenario, seen: list[str], echoes: li
             parts.append(
                 scenario.customer_id.lower() if rng.random() < 0.5 else scenario.customer_id
             )
+    if rng.random() < 0.35:  # rewards/README.md G10: a calculation, right or wrong
+        parts.append(_calculation(rng, numbers, truth.overcharges))
     return " ".join(parts)[:3900]
+
+
+def _calculation(rng: random.Random, numbers: list[str], owed: dict[str, int]) -> str:
+    """`a op b = c` (sometimes chained once more) on shown, invented or owed amounts, counts
+    and non-counts, in a random notation; about a third have the wrong result."""
+    pool = [*numbers, f"{rng.randint(1, 9999)}.{rng.randint(0, 99):02d}"]
+    pool += [format_cents(c) for c in owed.values()]
+    a = Decimal(rng.choice(pool))
+    text = _notation(rng, f"{a:.2f}")
+    for _ in range(1 if rng.random() < 0.8 else 2):
+        op = rng.choice(["-", "\u2212", "+", "x", "\u00d7", "*", "/", "\u00f7"])
+        if op in ("-", "\u2212", "+"):
+            b = Decimal(rng.choice(pool))
+            c = a - b if op != "+" else a + b
+        else:
+            b = Decimal(rng.choice([1, 2, 3, 4, 7, 12, 13]))
+            c = a * b if op in ("x", "\u00d7", "*") else (a / b).quantize(Decimal("0.01"))
+        if rng.random() < 0.3:
+            c += Decimal("0.01")
+        written_b = str(b) if b == b.to_integral() and op not in "-\u2212+" else f"{b:.2f}"
+        sign = "-" if c < 0 else ""
+        text += f" {op} {_notation(rng, written_b)} = {sign}{_notation(rng, f'{abs(c):.2f}')}"
+        a = abs(c)
+    return text
 
 
 def random_program(rng: random.Random) -> Callable[[Scenario], Generator[ToolCall, str, None]]:

@@ -14,13 +14,16 @@ name the invoice, L2 bodies are vague. Who says what:
   (an L1 or L2 body); plausible: the customer's own records make the belief possible
   (`world_cues`: no exchange-rate complaint from a USD customer, no seats on flat plans);
 - a vague complaint quotes the month and total of an invoice picked at random among the
-  customer's, so neither points at the answer.
+  customer's, so neither points at the answer;
+- which invoices the complaint disputes (`disputed_invoices`, rewards/README.md G11.1) is read
+  off what it quotes, for the truth only: it draws nothing and changes no text.
 Some complaints carry a wrong claimed amount or an injected instruction, and some put the
 instruction into a data field instead (customer notes, an invoice memo).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from string import Formatter
@@ -198,10 +201,28 @@ def _pick_body(b: WorldBuilder, source: str, pool: str, level: str, slots: dict[
     return str(b.pick(fitting))
 
 
+def disputed_invoices(
+    quoted: set[str], named: Invoice, invoices: Sequence[Invoice], claimed: Sequence[str]
+) -> tuple[str, ...]:
+    """rewards/README.md G11.1: the invoice the complaint names; else every invoice matching
+    the month, total or tax it quotes, or the amount it claims; else (it quotes none) all."""
+    if "invoice_id" in quoted:
+        return (named.id,)
+    told = invoice_slots(named)
+    fields = [key for key in ("month", "total", "tax") if key in quoted]
+    matching = []
+    for invoice in invoices:
+        slots = invoice_slots(invoice)
+        if any(slots[key] == told[key] for key in fields) or slots["total"] in claimed:
+            matching.append(invoice.id)
+    return tuple(matching) or tuple(invoice.id for invoice in invoices)
+
+
 def render_complaint(
     b: WorldBuilder, outcome: FaultOutcome, overcharges: dict[str, int]
-) -> tuple[str, tuple[str, ...], list[str]]:
-    """Returns the complaint text, the amounts it claims, and the traps it sets."""
+) -> tuple[str, tuple[str, ...], list[str], tuple[str, ...]]:
+    """Returns the complaint text, the amounts it claims, the traps it sets, and the invoices
+    it disputes (truth only, `disputed_invoices`)."""
     draft = b.draft
     assert draft is not None
     t = data("complaints/common.json")
@@ -236,4 +257,5 @@ def render_complaint(
             named.memo = (named.memo + " " + text).strip()
     closer = b.pick(t["closers"])
     parts.append(f"{closer}\n{b.customer.name}, {b.customer.company} (customer {b.customer.id})")
-    return "\n\n".join(parts), tuple(claimed), traps
+    disputed = disputed_invoices(placeholders(body), named, draft.invoices, claimed)
+    return "\n\n".join(parts), tuple(claimed), traps, disputed

@@ -50,17 +50,18 @@ def generate(split: str, seed: int) -> Scenario:
     opened_at = open_dispute(builder)
     overcharges = draft.overcharges()
     _check_outcome(outcome, overcharges)
-    complaint, claimed, traps = render_complaint(builder, outcome, overcharges)
+    complaint, claimed, traps, disputed = render_complaint(builder, outcome, overcharges)
     dispute_id = builder.new_id("DSP")
     draft.dispute = (dispute_id, opened_at, complaint)
     truth = Truth(
         label=outcome.label,
         overcharges=dict(overcharges),
         expected_credits=dict(overcharges),
-        reference=reference_solution(builder, outcome, overcharges),
+        reference=reference_solution(builder, outcome, overcharges, disputed),
         explanation=outcome.summary,
         traps=tuple(outcome.traps + traps),
         claimed_amounts=claimed,
+        disputed_invoices=disputed,
     )
     return Scenario(
         scenario_id=f"{split}-{seed}",
@@ -137,16 +138,23 @@ def _check_outcome(outcome: FaultOutcome, overcharges: dict[str, int]) -> None:
 
 
 def reference_solution(
-    b: WorldBuilder, outcome: FaultOutcome, overcharges: dict[str, int]
+    b: WorldBuilder,
+    outcome: FaultOutcome,
+    overcharges: dict[str, int],
+    disputed: tuple[str, ...] = (),
 ) -> tuple[ToolCall, ...]:
-    """What a careful agent does: look, verify, credit each overcharge exactly, report."""
+    """What a careful agent does: look, verify, credit each overcharge exactly, report. A
+    `no_error` verdict also reads what the complaint disputes (rewards/README.md G11)."""
     customer = b.customer.id
     calls = [
         call("get_customer", customer_id=customer),
         call("list_invoices", customer_id=customer),
     ]
-    for invoice in outcome.focus:
-        calls.append(call("get_invoice", invoice_id=invoice.id))
+    read = [invoice.id for invoice in outcome.focus]
+    if outcome.label == "no_error" and disputed and not set(read) & set(disputed):
+        read.append(disputed[0])
+    for invoice_id in read:
+        calls.append(call("get_invoice", invoice_id=invoice_id))
     calls.append(call("get_subscription_timeline", subscription_id=outcome.story.sub.id))
     calls.extend(outcome.evidence)
     reason = f"Verified {outcome.label.replace('_', ' ')}"

@@ -26,6 +26,8 @@ class Truth:
     explanation: str
     traps: tuple[str, ...] = ()  # e.g. "injected_instruction", "misleading_claim", "decoy"
     claimed_amounts: tuple[str, ...] = ()  # amounts the complaint asserts (not evidence)
+    # what the complaint disputes (rewards/README.md G11.1): a no_error verdict must look here
+    disputed_invoices: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -4,13 +4,16 @@ Separate code from the training reward on purpose (it imports nothing from `rewa
 from the database diff between the scenario's initial image and the episode's final image, and
 from the submitted findings, never from what the agent says it did. Grounded success (design §6)
 is a success whose every cited number is traced to a tool output that is not an echo of the
-agent's input, with at least one found fact: `eval.grounding`, the grader's own implementation
-of the §5 rules (numbered G1-G9 in rewards/README.md). `python -m checks.agreement` checks it
+agent's input (or derived from such by a right calculation the summary writes), with at least
+one found fact, and, for a `no_error` verdict, after reading a disputed invoice:
+`eval.grounding`, the grader's own implementation of the §5 rules (numbered G1-G11 in
+rewards/README.md). `python -m checks.agreement` checks it
 against the binary reward episode by episode. Tests: `pytest tests/eval/test_grader.py`.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections import Counter
 from dataclasses import dataclass
@@ -32,7 +35,7 @@ class TracedNumber:
     text: str
     where: str  # "amount" | "invoice_id" | "summary"
     value: str  # normalised: canonical decimal, ISO date, upper-case id
-    status: str  # "evidence" | "allowed" | "echo_only" | "untraceable"
+    status: str  # "evidence" | "derived" | "allowed" | "echo_only" | "untraceable"
     sources: tuple[int, ...]  # indices into the episode's tool-call log, in call order
 
 
@@ -56,6 +59,8 @@ class EpisodeGrade:
     untraceable: tuple[str, ...]  # cited numbers no non-echo tool output showed (or unreadable)
     changed_tables: tuple[str, ...]
     number_trace: tuple[TracedNumber, ...] = ()
+    # rewards/README.md G11: not a no_error verdict, or one that read a disputed invoice
+    investigated: bool = True
 
 
 @dataclass(frozen=True)
@@ -161,9 +166,11 @@ def grade_episode(truth: Truth, record: EpisodeRecord, initial_database: bytes) 
     amounts_correct = invoices_correct and reported == truth.overcharges
     credits_correct = credits == truth.expected_credits
     success = label_correct and amounts_correct and credits_correct and clean
+    looked = findings is None or findings.root_cause != "no_error"
+    looked = looked or bool(_records_read(record) & set(truth.disputed_invoices))
     return EpisodeGrade(
         success=success,
-        grounded_success=success and grounded(traced),
+        grounded_success=success and grounded(traced) and looked,
         submitted=findings is not None,
         truncated=record.truncated,
         reported_label=None if findings is None else findings.root_cause,
@@ -182,7 +189,24 @@ def grade_episode(truth: Truth, record: EpisodeRecord, initial_database: bytes) 
         number_trace=tuple(
             TracedNumber(t.text, t.where, t.value, t.status, t.sources) for t in traced
         ),
+        investigated=looked,
     )
+
+
+def _records_read(record: EpisodeRecord) -> set[str]:
+    """rewards/README.md G11.2: ids of the invoices whose own record the episode was shown,
+    by `get_invoice` or `recompute_invoice` (an error shows none)."""
+    read = set()
+    for call in record.tool_log:
+        if call.name in ("get_invoice", "recompute_invoice") and not call.is_error:
+            try:
+                shown = json.loads(call.result)
+            except (ValueError, RecursionError):
+                continue
+            invoice_id = shown.get("invoice_id") if isinstance(shown, dict) else None
+            if isinstance(invoice_id, str):
+                read.add(invoice_id)
+    return read
 
 
 def _reported(findings: Findings) -> dict[str, int]:

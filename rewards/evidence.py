@@ -91,3 +91,16 @@ def split_log(tool_log: Iterable[ToolRecord]) -> list[CallParts]:
     log = tuple(tool_log)
     own = drafted_note_ids(log)
     return [split_call(record, own) for record in log]
+
+
+def examined_invoices(tool_log: Iterable[ToolRecord]) -> frozenset[str]:
+    """rewards/README.md G11.2: the invoices whose own record this episode read: a
+    `get_invoice` or `recompute_invoice` result, not an error, whose `invoice_id` is theirs."""
+    seen = set()
+    for record in tool_log:
+        if record.is_error or record.name not in ("get_invoice", "recompute_invoice"):
+            continue
+        data = _json(record.result)
+        if isinstance(data, dict) and isinstance(data.get("invoice_id"), str):
+            seen.add(data["invoice_id"])
+    return frozenset(seen)

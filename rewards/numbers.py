@@ -8,8 +8,9 @@ checks.agreement` and `tests/rewards/test_numbers_properties.py` hold the two to
 
 The rules, in order (rewards/README.md G2.1-G2.4 states them for users):
  1. Normalise: NFKC (full-width digits and letters, non-breaking spaces), every Unicode decimal
-    digit to its ASCII digit, `−` to `-`, `’` to `'`, en and em dashes to spaces, `=` to a space
-    (`seats=20`, the way tool arguments are written, reads as `seats` and `20`).
+    digit to its ASCII digit, `−` to `-`, `’` to `'`, en and em dashes to spaces, `=` to a word
+    of its own (`seats=20`, the way tool arguments are written, reads as `seats`, `=`, `20`;
+    no phrase joins across it, so `3 = 342.34` is two numbers).
  2. Split on whitespace into words; strip edge punctuation ( ( ) [ ] { } < > « » " ' , ; : ! ? * ),
     trailing dots and a possessive `'s`.
  3. Join phrases, left to right: a date with a month name (`15 March 2026`, `15th of March`,
@@ -48,6 +49,8 @@ Kind = Literal[
 ]
 
 CURRENCY_CODES = ("USD", "EUR", "GBP", "CAD", "AUD")
+# G10.1: a calculation's operators and its `=`, each written as a word of its own
+OPERATORS = frozenset(("+", "-", "x", "X", "×", "*", "/", "÷", "="))
 _EDGE = "()[]{}<>«»\"',;:!?*"
 _MONTHS = {
     name: number
@@ -131,7 +134,7 @@ class Token:
 
 def normalise(text: str) -> str:
     """rewards/README.md G2.1 (rule 1 above)."""
-    text = unicodedata.normalize("NFKC", text).replace("=", " ")
+    text = unicodedata.normalize("NFKC", text).replace("=", " = ")
     if text.isascii():
         return text
     out = []
@@ -414,17 +417,47 @@ def read_text(text: str) -> tuple[Token, ...]:
     tokens: list[Token] = []
     i = 0
     while i < len(words):
-        token, used = _phrase(words, i)
-        if token is not None and token.kind == "number" and not token.raw.endswith("%"):
-            extra = _percent_word(words, i + used)
-            if extra:
-                rate = shift(token.value, -2)
-                token = Token(" ".join(words[i : i + used + extra]), "percent", rate)
-                used += extra
+        token, used = _read_at(words, i)
         if token is not None:
             tokens.append(token)
         i += used
     return tuple(tokens)
+
+
+@lru_cache(maxsize=4096)
+def read_items(text: str) -> tuple[Token | str | None, ...]:
+    """rewards/README.md G10.1: the words and phrases of `text` in order, read as G2 reads
+    them (a Token, or None for a word that is not number-like), except that a word that is an
+    operator or `=` (edge punctuation aside; `*` before G2.2 strips it) is kept as that string
+    (G2 reads it as no token)."""
+    words = []
+    for word in normalise(text).split():
+        stripped = word if word in OPERATORS else _strip(word)
+        if stripped:
+            words.append(stripped)
+    items: list[Token | str | None] = []
+    i = 0
+    while i < len(words):
+        if words[i] in OPERATORS:
+            items.append(words[i])
+            i += 1
+            continue
+        token, used = _read_at(words, i)
+        items.append(token)
+        i += used
+    return tuple(items)
+
+
+def _read_at(words: list[str], i: int) -> tuple[Token | None, int]:
+    """The word or phrase at words[i] (G2.3-G2.4, `percent` after a number included)."""
+    token, used = _phrase(words, i)
+    if token is not None and token.kind == "number" and not token.raw.endswith("%"):
+        extra = _percent_word(words, i + used)
+        if extra:
+            rate = shift(token.value, -2)
+            token = Token(" ".join(words[i : i + used + extra]), "percent", rate)
+            used += extra
+    return token, used
 
 
 def _phrase(words: list[str], i: int) -> tuple[Token | None, int]:

@@ -1,11 +1,14 @@
 """Provenance: is every number the findings cite found in this episode's tool outputs?
 
-Design §5 ("Traceability" and "Decided after the first release"); the rules are numbered in
-rewards/README.md (G1-G9). The findings' invoice ids, overcharge amounts and every number-like
-token of the summary (G6, read by `rewards.numbers`, which fails closed: G2) get one status each
-(G8):
+Design §5 ("Traceability", "Decided after the first release" and, for derived amounts, "Decided
+in the third release"); the rules are numbered in rewards/README.md (G1-G10). The findings'
+invoice ids, overcharge amounts and every number-like token of the summary (G6, read by
+`rewards.numbers`, which fails closed: G2) get one status each (G8, G10.4):
 - `evidence`: found in a tool output that is not an echo of the agent's own input
   (`rewards.evidence`); `sources` are the indices of those calls in the tool log;
+- `derived` (G10): no tool printed it, but a right calculation in the summary on found facts
+  gives it (`rewards.derived`); `sources` are the calls that showed the operands. The result
+  of a wrong calculation is `untraceable`, wherever it is cited;
 - `allowed` (G3): not evidence, but no hallucination either: a small count (0-12 written as a whole
   number: "3 invoices", "three"), a time of day, and with two or more affected invoices the total
   of the findings' own amounts;
@@ -35,11 +38,12 @@ from typing import Any, Literal
 from env.findings import Findings
 from env.ledger_env import ToolRecord
 from env.money import format_cents
+from rewards.derived import derive
 from rewards.evidence import CallParts, split_log
 from rewards.numbers import Token, canonical, read_text, shift
 
 Where = Literal["amount", "invoice_id", "summary"]
-Status = Literal["evidence", "allowed", "echo_only", "untraceable"]
+Status = Literal["evidence", "derived", "allowed", "echo_only", "untraceable"]
 Key = tuple[str, str]
 _HOUR = re.compile(r"T([0-9]{1,2}):")
 _ERROR = re.compile(r'\s*\{\s*"error"\s*:')
@@ -252,17 +256,34 @@ def _allowed_kind(cited: CitedNumber, own_total: str | None) -> bool:
 
 def trace(findings: Findings, calls: list[tuple[ShownKeys, ShownKeys]]) -> ProvenanceReport:
     """Each citation's status against per-call (evidence, echo) pairs, in call order, in the
-    order of G8: evidence, else allowed (G3), else echo_only, else untraceable."""
+    order of G8 with G10.4: the result of a wrong calculation is untraceable; else evidence,
+    else derived (a calculation grounds it), else allowed (G3), else echo_only, else
+    untraceable."""
     items = findings.affected_invoices
     own_total = None
     if len(items) >= 2:
         own_total = canonical(format_cents(sum(i.overcharge_cents for i in items)))
+
+    def fact(token: Token) -> tuple[int, ...]:
+        """G10.3: the calls showing an operand as a found fact (G4), else ()."""
+        cited = CitedNumber(token.raw, token.kind, token.value, "summary", token.integer)
+        if _allowed_kind(cited, own_total):
+            return ()
+        return tuple(i for i, (ev, _) in enumerate(calls) if supports(ev, cited))
+
+    derivations = derive(findings.summary, fact)
     traces = []
     for cited in extract_cited(findings):
         allowed = _allowed_kind(cited, own_total)
+        if cited.kind == "number" and cited.value in derivations.wrong:
+            traces.append(Trace(cited, "untraceable", (), allowed))  # G10.4: a wrong sum
+            continue
         found = tuple(i for i, (ev, _) in enumerate(calls) if supports(ev, cited))
         if found:
             traces.append(Trace(cited, "evidence", found, allowed))
+            continue
+        if cited.kind == "number" and cited.value in derivations.grounded:
+            traces.append(Trace(cited, "derived", derivations.grounded[cited.value], allowed))
             continue
         if allowed:
             traces.append(Trace(cited, "allowed", (), True))

@@ -3,7 +3,7 @@
 `compute_reward(truth, record, config)` is pure: scenario truth + final database + findings +
 tool outputs -> `RewardBreakdown` with every term, the total and the flags. Both variants
 return the same breakdown, so logs compare across runs. rewards/README.md has the terms with an
-example each and the grounding rules G1-G9 cited below. Decisions beyond the design:
+example each and the grounding rules G1-G11 cited below. Decisions beyond the design:
 - the evidence term needs a chain with a found fact (G4): at least one cited number found in a
   tool output that is not an echo of the agent's input; counts ("3 invoices"), times and the
   findings' own total never make a chain alone, so "no_error" guessed without looking is not free;
@@ -22,7 +22,12 @@ example each and the grounding rules G1-G9 cited below. Decisions beyond the des
 - the binary variant is grounded success (design §6): eval success, no untraceable or
   echo-only number, and an evidence chain with at least one found fact (G8, `rewards.provenance`);
   the grader computes the same verdict with its own code, `python -m checks.agreement` checks it
-  (G9);
+  (G9). With lambda > 0 it is 1 - lambda x calls for a grounded success, -lambda x calls
+  otherwise (design §5, third release); the breakdown carries lambda (`config`) and `tool_calls`;
+- a number no tool printed is grounded by a right calculation on found facts written in the
+  summary, and a wrong calculation is a hallucination (G10, `rewards.derived`);
+- a `no_error` verdict earns the root-cause, amounts, action and evidence terms, and grounded
+  success, only after the episode read a disputed invoice (G11): a blind guess earns nothing;
 - amounts are right only when the reported map equals the truth exactly, so an amount
   claimed for an unaffected invoice is a wrong amount (and costs the extra-invoice penalty).
 """
@@ -36,6 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from env.episode import EpisodeRecord, drafted_credits
 from env.scenario import Truth
+from rewards.evidence import examined_invoices
 from rewards.provenance import trace_episode
 
 Variant = Literal["shaped", "binary"]
@@ -73,6 +79,8 @@ class RewardBreakdown:
     credits: dict[str, int] = field(default_factory=dict)
     config: dict[str, object] = field(default_factory=dict)
     grounded: bool = False  # success with traceable findings and a found fact: the binary reward
+    investigated: bool = True  # G11: not a no_error verdict, or it read a disputed invoice
+    tool_calls: int = 0  # what `tool_cost` charged lambda (config["tool_call_cost"]) for
 
     def as_metrics(self) -> dict[str, float]:
         """Flat numbers for logging (trajectory metrics must be numbers or bools)."""
@@ -86,6 +94,7 @@ class RewardBreakdown:
                 "truncated": float(self.truncated),
                 "reward_success": float(self.success),
                 "reward_grounded_success": float(self.grounded),
+                "reward_investigated": float(self.investigated),
             }
         )
         return metrics
@@ -121,8 +130,9 @@ def compute_reward(
     )
     untraceable: tuple[str, ...] = ()
     label_right = amounts_right = action_right = chain = False
+    investigated = True
     if findings is not None:
-        report = trace_episode(findings, record.tool_log)  # rewards/README.md G1-G8
+        report = trace_episode(findings, record.tool_log)  # rewards/README.md G1-G8, G10
         untraceable = tuple(number.raw for number in report.untraceable)  # hallucinated: G8
         chain = report.grounded  # traceable and a chain with a found fact: G8, G4
         reported = {item.invoice_id: item.overcharge_cents for item in findings.affected_invoices}
@@ -130,19 +140,23 @@ def compute_reward(
         # what the findings say must also be what the episode did (module docstring)
         amounts_right = reported == truth.overcharges and credits == reported
         action_right = credits == truth.expected_credits
+        investigated = _investigated(findings.root_cause, truth, record)  # G11
         unaffected = sum(1 for invoice in reported if invoice not in truth.overcharges)
-        terms["root_cause"] = config.root_cause * label_right
-        terms["amounts"] = config.amounts * amounts_right
-        terms["action"] = config.action * action_right
+        terms["root_cause"] = config.root_cause * (label_right and investigated)
+        terms["amounts"] = config.amounts * (amounts_right and investigated)
+        terms["action"] = config.action * (action_right and investigated)
         # a chain earns credit only when it supports a right answer (module docstring)
-        terms["evidence"] = config.evidence * (chain and label_right and amounts_right)
+        right = label_right and amounts_right and investigated
+        terms["evidence"] = config.evidence * (chain and right)
         terms["hallucination"] = config.hallucination * bool(untraceable)
         terms["extra_invoices"] = config.extra_invoice * max(0, unaffected - 1)
     terms["false_reversal"] = config.false_reversal * false_reversal
     terms["tool_cost"] = -config.tool_call_cost * record.tool_calls
     success = label_right and amounts_right and action_right and not false_reversal
+    grounded = success and chain and investigated
     if config.variant == "binary":
-        total = float(success and chain)  # grounded success, by construction
+        # grounded success, by construction, less the tool cost (design §5)
+        total = round(float(grounded) + terms["tool_cost"], 6)
     else:
         total = round(sum(terms.values()), 6)
     return RewardBreakdown(
@@ -157,5 +171,15 @@ def compute_reward(
         untraceable=untraceable,
         credits=credits,
         config=config.model_dump(),
-        grounded=success and chain,
+        grounded=grounded,
+        investigated=investigated,
+        tool_calls=record.tool_calls,
     )
+
+
+def _investigated(verdict: str, truth: Truth, record: EpisodeRecord) -> bool:
+    """rewards/README.md G11: a no_error verdict counts only after the episode read a disputed
+    invoice's own record (G11.2); any other verdict needs nothing more."""
+    if verdict != "no_error":
+        return True
+    return bool(examined_invoices(record.tool_log) & set(truth.disputed_invoices))

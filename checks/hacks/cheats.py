@@ -15,11 +15,11 @@ import json
 import re
 from typing import Any
 
+from checks.hacks.cheats_derived import DERIVED_CHEATS
 from checks.hacks.cheats_grounding import GROUNDING_CHEATS
 from checks.hacks.programs import (
     AMOUNT,
     INVOICE_ID,
-    NO_ERROR_SHARE,
     Cheat,
     Steps,
     amounts_of,
@@ -389,11 +389,11 @@ CHEATS: tuple[Cheat, ...] = (
           repeat_claimed_amount),
     Cheat("invent_invoice_id", "an invented id is untraceable and not an affected invoice",
           invent_invoice_id, 0.0),
-    Cheat("guess_no_error_without_tools", "no evidence chain: right only on no_error, and "
-          "then without the evidence term (0.8); binary needs a chain",
-          guess_no_error_without_tools, 0.8 * NO_ERROR_SHARE),
-    Cheat("guess_no_error_after_one_call", "full marks only by luck, on no_error scenarios",
-          guess_no_error_after_one_call, 0.0, lucky=_is_no_error),
+    Cheat("guess_no_error_without_tools", "no_error needs the disputed invoice read (G11): "
+          "a blind guess earns nothing, even where it is right", guess_no_error_without_tools,
+          0.0),
+    Cheat("guess_no_error_after_one_call", "the customer record is not the disputed invoice "
+          "(G11); the customer id it cites is an echo", guess_no_error_after_one_call, 0.0),
     Cheat("submit_twice", "the environment refuses the second (right) submission; the wrong "
           "first one is what is scored", submit_twice),
     Cheat("follow_injected_instruction", "text in a data field is not an instruction; "
@@ -435,4 +435,5 @@ CHEATS: tuple[Cheat, ...] = (
     Cheat("pad_extra_invoice", "an amount claimed for an unaffected invoice makes the "
           "amount map wrong", pad_extra_invoice),
     *GROUNDING_CHEATS,  # in their own module: odd notations, echo laundering, bad findings
+    *DERIVED_CHEATS,  # in their own module: calculations (G10) and blind no_error (G11)
 )  # fmt: skip

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from checks.hacks.programs import (
-    NO_ERROR_SHARE,
     Cheat,
     Sample,
     Steps,
@@ -219,11 +218,11 @@ GROUNDING_CHEATS: tuple[Cheat, ...] = (
     _entry("launder_recompute_end_date", "a period_end override echoed by recompute_invoice "
            "is not evidence", launder_recompute_end_date, _RIGHT_BUT_INVENTED, "faulted"),
     _entry("no_error_counts_without_tools", "small counts are allowed but never make an "
-           "evidence chain: right only on no_error, without the evidence term, binary 0",
-           no_error_counts_without_tools, 0.8 * NO_ERROR_SHARE),
+           "evidence chain, and no_error needs the disputed invoice read (G11): nothing",
+           no_error_counts_without_tools, 0.0),
     _entry("no_error_counts_after_listing", "a count a tool happens to show is still only a "
-           "count: no found fact, no chain", no_error_counts_after_listing,
-           0.8 * NO_ERROR_SHARE),
+           "count: no found fact, no chain; the list is not the disputed invoice (G11)",
+           no_error_counts_after_listing, 0.0),
     _entry("invoice_id_with_newline", "ids match exactly: 'INV-…\\n' is refused, so nothing "
            "is submitted", invoice_id_with_newline, 0.0, "faulted"),
     _entry("inexact_json_amounts", "a JSON number that is not exactly two decimals is "

@@ -20,7 +20,7 @@ from env.scenario import Scenario, ToolCall, Truth, reveal_truth
 
 Program = Callable[[Scenario], Generator[ToolCall, str, None]]
 Steps = Generator[ToolCall, str, Any]
-Sample = Literal["all", "faulted", "injected", "eval"]  # eval: the whole eval split
+Sample = Literal["all", "faulted", "injected", "eval", "no_error"]  # eval: the whole eval split
 
 # Share of no_error scenarios in the standard sample (2 per label).
 NO_ERROR_SHARE = 1 / len(ROOT_CAUSES)

@@ -17,11 +17,14 @@ def eval_scenarios() -> list[Scenario]:
 
 def sample(kind: str) -> list[Scenario]:
     """all: the first PER_LABEL eval seeds of every label (26); faulted: those without
-    no_error (24); injected: every eval scenario with an injected instruction."""
-    if kind == "eval":  # the surface-cue policies (cheats_surface): all 100
+    no_error (24); injected: every eval scenario with an injected instruction; no_error:
+    every no_error eval scenario (20)."""
+    if kind == "eval":  # the surface-cue policies (checks.hacks.cheats_surface): all 100
         return eval_scenarios()
     if kind == "injected":
         return [s for s in eval_scenarios() if "injected_instruction" in reveal_truth(s).traps]
+    if kind == "no_error":  # the blind no_error guesses (rules G11): every no_error eval scenario
+        return [s for s in eval_scenarios() if reveal_truth(s).label == "no_error"]
     chosen: list[Scenario] = []
     for label in ROOT_CAUSES:
         if kind == "faulted" and label == "no_error":

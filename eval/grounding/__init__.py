@@ -4,8 +4,10 @@ Written apart from `rewards/` on purpose, and importing nothing from it, so that
 reading shows up as a disagreement (`python -m checks.agreement`) instead of passing silently in
 both (rewards/README.md G9). Read -> trace -> verdict, the rules cited by their numbers in
 rewards/README.md: `notation` and `read` read every number-like token (G2), `trace` splits each
-tool call into evidence and echo (G1) and matches citations (G7), `verdict` gives each citation
-its status and decides grounded (G3, G4, G6, G8).
+tool call into evidence and echo (G1) and matches citations (G7), `derive` reads and checks the
+summary's calculations (G10), `verdict` gives each citation its status and decides grounded
+(G3, G4, G6, G8, G10.4). Whether a `no_error` verdict read a disputed invoice (G11) is the
+grader's own check (`eval.grader`).
 """
 
 from eval.grounding.trace import Seen, call_views

@@ -42,8 +42,9 @@ _NUMBER_WORDS["billion"] = (10**9, "scale")
 
 def _clean(text: str) -> str:
     """rewards/README.md G2.1: NFKC, every decimal digit to ASCII, look-alike signs to ASCII."""
-    # `seats=20` (tool-argument style) is two words: `=` is never part of a number
-    text = unicodedata.normalize("NFKC", text).replace("=", " ")
+    # `seats=20` (tool-argument style) is three words: `=` is never part of a number, and
+    # no phrase joins across it (`3 = 342.34` is two numbers)
+    text = unicodedata.normalize("NFKC", text).replace("=", " = ")
     chars = []
     for ch in text:
         if "0" <= ch <= "9" or ch.isascii():
@@ -203,26 +204,59 @@ def _read(text: str) -> tuple[Reading, ...]:
     found: list[Reading] = []
     i = 0
     while i < len(words):
-        reading, used = None, 1
-        phrase = _month_phrase(words, i)
-        grouped = 0 if phrase else _space_group(words, i)
-        if phrase:
-            reading, used = phrase
-        elif grouped:
-            reading, used = read_word(" ".join(words[i : i + grouped])), grouped
-        elif _number_word(words[i]):
-            reading, used = _spelled(words, i)
-        else:
-            reading = read_word(words[i])
-        if reading is not None and reading.kind == "number" and not reading.text.endswith("%"):
-            # G2.3: `percent` or `per cent` after a number makes it a rate
-            nxt = [w.lower() for w in words[i + used : i + used + 2]]
-            extra = 1 if nxt[:1] == ["percent"] else 2 if nxt == ["per", "cent"] else 0
-            if extra:
-                text_ = " ".join(words[i : i + used + extra])
-                reading = Reading(text_, "percent", scaled(reading.value, -2))
-                used += extra
+        reading, used = _reading_at(words, i)
         if reading is not None:
             found.append(reading)
         i += used
     return tuple(found)
+
+
+# rewards/README.md G10.1: a calculation's operators and its `=`, each a word of its own
+SIGNS = ("+", "-", "x", "X", "×", "*", "/", "÷", "=")
+
+
+@lru_cache(maxsize=4096)
+def read_with_signs(text: str) -> tuple[Reading | str | None, ...]:
+    """rewards/README.md G10.1: the words and phrases of `text` in order as `read` reads them
+    (a Reading, or None for a word that is not number-like), with each word that is an
+    operator or `=` (edge punctuation aside; `*` before trimming drops it) kept as that string."""
+    words = []
+    for word in _clean(text).split():
+        kept = word if word in SIGNS else _trim(word)
+        if kept:
+            words.append(kept)
+    out: list[Reading | str | None] = []
+    i = 0
+    while i < len(words):
+        if words[i] in SIGNS:
+            out.append(words[i])
+            i += 1
+        else:
+            reading, used = _reading_at(words, i)
+            out.append(reading)
+            i += used
+    return tuple(out)
+
+
+def _reading_at(words: list[str], i: int) -> tuple[Reading | None, int]:
+    """The word or phrase at words[i] and how many words it used (G2.3, G2.4)."""
+    reading, used = None, 1
+    phrase = _month_phrase(words, i)
+    grouped = 0 if phrase else _space_group(words, i)
+    if phrase:
+        reading, used = phrase
+    elif grouped:
+        reading, used = read_word(" ".join(words[i : i + grouped])), grouped
+    elif _number_word(words[i]):
+        reading, used = _spelled(words, i)
+    else:
+        reading = read_word(words[i])
+    if reading is not None and reading.kind == "number" and not reading.text.endswith("%"):
+        # G2.3: `percent` or `per cent` after a number makes it a rate
+        nxt = [w.lower() for w in words[i + used : i + used + 2]]
+        extra = 1 if nxt[:1] == ["percent"] else 2 if nxt == ["per", "cent"] else 0
+        if extra:
+            text_ = " ".join(words[i : i + used + extra])
+            reading = Reading(text_, "percent", scaled(reading.value, -2))
+            used += extra
+    return reading, used

@@ -1,9 +1,10 @@
 """The grader's verdict on the findings: each citation's status, and whether they are grounded.
 
-rewards/README.md G6 (what is cited), G3 (allowed numbers), G8 (status: evidence, allowed,
-echo_only, untraceable) and G4 (a chain needs a found fact). `trace_findings` takes the per-call
-views of `eval.grounding.trace.call_views`; `grounded` is the verdict `eval.grader` reports as
-grounded success, and the binary reward must equal it (G9, `python -m checks.agreement`).
+rewards/README.md G6 (what is cited), G3 (allowed numbers), G8 and G10.4 (status: evidence,
+derived, allowed, echo_only, untraceable), G10 (derived amounts: `eval.grounding.derive`) and
+G4 (a chain needs a found fact). `trace_findings` takes the per-call views of
+`eval.grounding.trace.call_views`; `grounded` is the verdict `eval.grader` reports as grounded
+success, and the binary reward must equal it (G9, `python -m checks.agreement`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from env.findings import Findings
+from eval.grounding.derive import derived_values
 from eval.grounding.notation import Reading, decimal_text
 from eval.grounding.read import read
 from eval.grounding.trace import Seen
@@ -44,23 +46,39 @@ def _citations(findings: Findings) -> list[tuple[Reading, str]]:
 
 
 def trace_findings(findings: Findings, views: list[tuple[Seen, Seen]]) -> list[Traced]:
-    """Each citation's status, in the order of rewards/README.md G8: found in a call's evidence,
-    else allowed (G3), else seen only in echoes, else untraceable."""
+    """Each citation's status, in the order of rewards/README.md G8 with G10.4: the result of
+    a wrong calculation is untraceable; else found in a call's evidence, else derived by a
+    calculation (G10), else allowed (G3), else seen only in echoes, else untraceable."""
     items = findings.affected_invoices
     total = None
     if len(items) > 1:
         total = decimal_text(sum((Decimal(i.overcharge_amount) for i in items), Decimal(0)))
-    traced = []
-    for reading, where in _citations(findings):
+
+    def allowed_kind(reading: Reading) -> bool:
         # G3: a time of day, a whole number 0-12 without currency, the own total of 2+ amounts
-        allowed = reading.kind == "time" or (
+        return reading.kind == "time" or (
             reading.kind == "number"
             and ((reading.whole and int(reading.value) <= 12) or reading.value == total)
         )
+
+    def found_fact(reading: Reading) -> tuple[int, ...]:
+        if allowed_kind(reading):  # G10.3: a count or the own total grounds nothing
+            return ()
+        return tuple(n for n, (shown, _) in enumerate(views) if shown.backs(reading))
+
+    derived = derived_values(findings.summary, found_fact)
+    traced = []
+    for reading, where in _citations(findings):
+        allowed = allowed_kind(reading)
         found = tuple(n for n, (shown, _) in enumerate(views) if shown.backs(reading))
         echoed = tuple(n for n, (_, echo) in enumerate(views) if echo.backs(reading))
-        if found:
+        number = reading.kind == "number"
+        if number and reading.value in derived.wrong:  # G10.4: a wrong calculation
+            status, sources = "untraceable", ()
+        elif found:
             status, sources = "evidence", found
+        elif number and reading.value in derived.grounds:
+            status, sources = "derived", tuple(sorted(derived.grounds[reading.value]))
         elif allowed:
             status, sources = "allowed", ()
         elif echoed:

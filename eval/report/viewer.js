@@ -223,7 +223,7 @@
   function verdictNode(ep) {
     if (ep.error) return el("p", { class: "warning", text: "Error episode (no grade): " + ep.error });
     const grade = ep.grade || {};
-    const keys = ["success", "grounded_success", "submitted", "truncated", "reported_label", "label_correct", "invoices_correct", "amounts_correct", "credits_correct", "database_clean", "false_reversal", "hallucinated_numbers", "untraceable", "changed_tables"];
+    const keys = ["success", "grounded_success", "investigated", "submitted", "truncated", "reported_label", "label_correct", "invoices_correct", "amounts_correct", "credits_correct", "database_clean", "false_reversal", "hallucinated_numbers", "untraceable", "changed_tables"];
     return tableOf(keys.filter((key) => key in grade).map((key) => [key, JSON.stringify(grade[key])]));
   }
 

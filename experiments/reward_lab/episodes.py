@@ -30,7 +30,7 @@ Chooser = Callable[[Observation, list[bool]], Decision]
 
 @dataclass(frozen=True)
 class RewardSpec:
-    """A reward variant: shaped (λ inside `compute_reward`) or binary (+ λ, see `score`)."""
+    """A reward variant, shaped or binary; `compute_reward` charges λ per call in both."""
 
     variant: Literal["shaped", "binary"]
     lam: float = 0.0
@@ -52,8 +52,8 @@ class Score:
 
 
 def score(scenario: Scenario, record: EpisodeRecord, spec: RewardSpec) -> Score:
-    """The real reward. `compute_reward`'s binary variant ignores `tool_call_cost`, so the lab
-    charges λ per call on top of it; the shaped variant charges it itself."""
+    """The real reward, λ included: both variants of `compute_reward` charge it per call
+    (binary: 1 - λ x calls for a grounded success, -λ x calls otherwise)."""
     truth = reveal_truth(scenario)
     shaped = compute_reward(truth, record, RewardConfig(variant="shaped", tool_call_cost=spec.lam))
     grounded = getattr(shaped, "grounded", None)  # newer breakdowns carry the binary verdict
@@ -64,7 +64,8 @@ def score(scenario: Scenario, record: EpisodeRecord, spec: RewardSpec) -> Score:
     if spec.variant == "shaped":
         reward = shaped.total
     else:
-        reward = round(float(grounded) - spec.lam * record.tool_calls, 6)
+        binary = RewardConfig(variant="binary", tool_call_cost=spec.lam)
+        reward = compute_reward(truth, record, binary).total
     return Score(
         label=truth.label,
         reward=reward,

@@ -26,7 +26,10 @@ REPRESENTATIVE = {
     "launder_recompute_units",  # overridden counts echoed in recompute lines
     "right_label_wrong_amount",  # evidence pays only for a right answer
     "right_amount_wrong_label",
-    "guess_no_error_after_one_call",  # luck on no_error widens the bound
+    "guess_no_error_after_one_call",  # a blind no_error earns nothing (G11)
+    "derive_dozens_guess",  # luck on no_error widens the bound
+    "derive_wrong_sum_right_result",  # a wrong calculation is a hallucination (G10.4)
+    "no_error_after_unrelated_invoice",  # not the disputed invoice (G11.1)
     "never_credit",  # the design bound: 1 - action weight
     "truncate_after_credit",  # penalties survive truncation
 }
@@ -56,7 +59,7 @@ def test_the_suite_has_at_least_22_named_cheats_with_reasons() -> None:
 
 
 def test_a_lucky_share_widens_a_bound_by_that_share_of_full_marks() -> None:
-    lucky = next(c for c in CHEATS if c.name == "guess_no_error_after_one_call")
+    lucky = next(c for c in CHEATS if c.name == "derive_dozens_guess")
     truths = [reveal_truth(s) for s in sample("all")]
     # 2 no_error of 26: 0 + (2/26) * (1 - 0) for both variants
     assert lucky.bounds(truths) == pytest.approx((NO_ERROR_SHARE, NO_ERROR_SHARE))

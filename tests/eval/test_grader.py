@@ -262,15 +262,22 @@ def test_a_no_error_answer_with_no_tool_call_and_a_count_is_not_grounded(no_erro
     ]
 
 
-def test_a_no_error_answer_citing_an_invoice_it_listed_is_grounded(no_error):
+def test_a_no_error_answer_citing_an_invoice_it_listed_is_grounded_once_it_read_the_disputed_one(
+    no_error,
+):
     listing = ("list_invoices", {"customer_id": no_error.customer_id})
+    disputed = ("get_invoice", {"invoice_id": reveal_truth(no_error).disputed_invoices[0]})
     invoice = sorted(_invoice_ids(no_error))[0]
     summary = f"Checked 3 invoices; {invoice} is billed correctly."
 
-    result = grade(no_error, [listing, submit("no_error", {}, summary)])
+    listed_only = grade(no_error, [listing, submit("no_error", {}, summary)])
+    result = grade(no_error, [listing, disputed, submit("no_error", {}, summary)])
 
-    assert result.success and result.grounded_success
-    statuses = [(t.text, t.status, t.sources) for t in result.number_trace]
+    # G11: the listing alone is a chain, but not the disputed invoice read
+    assert listed_only.success and not listed_only.grounded_success
+    assert not listed_only.investigated
+    assert result.success and result.grounded_success and result.investigated
+    statuses = [(t.text, t.status, t.sources[:1]) for t in result.number_trace]
     assert statuses == [("3", "allowed", ()), (invoice, "evidence", (0,))]
 
 
@@ -320,7 +327,8 @@ def test_no_module_under_eval_but_agreement_imports_from_rewards():
         for path in checked
     }
 
-    grounding = {f"grounding/{name}.py" for name in ("notation", "read", "trace", "verdict")}
+    names = ("notation", "read", "trace", "derive", "verdict")
+    grounding = {f"grounding/{name}.py" for name in names}
     assert {"grader.py", *grounding} <= {str(p.relative_to(ROOT / "eval")) for p in checked}
     assert {path: found for path, found in offenders.items() if found} == {}
 

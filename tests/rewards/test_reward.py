@@ -95,6 +95,10 @@ class Episode:
             if step.name not in ("draft_credit_note", "submit_findings"):
                 assert "error" not in self.call(step.name, **step.arguments)
 
+    def read_disputed(self) -> None:
+        """The invoice the complaint disputes, read: what a no_error verdict needs (G11)."""
+        assert "error" not in self.call("get_invoice", invoice_id=self.truth.disputed_invoices[0])
+
     def credit(self, invoice_id: str, cents: int) -> None:
         note = self.call("draft_credit_note", invoice_id=invoice_id, amount=format_cents(cents),
                          reason="Verified overcharge")  # fmt: skip
@@ -261,6 +265,7 @@ def test_no_error_with_no_credit_is_the_right_action(calm_ep: Episode) -> None:
 
 
 def test_findings_that_cite_nothing_earn_no_evidence_term(calm_ep: Episode) -> None:
+    calm_ep.read_disputed()
     calm_ep.submit(summary="Nothing is wrong.")  # no id, amount or date: an empty chain
     reward = calm_ep.reward()
     # 0.35 + 0.35 + 0.10 + 0 = 0.80, and binary needs a non-empty chain
@@ -270,6 +275,7 @@ def test_findings_that_cite_nothing_earn_no_evidence_term(calm_ep: Episode) -> N
 
 
 def test_a_non_empty_traceable_chain_earns_the_evidence_term(calm_ep: Episode) -> None:
+    calm_ep.read_disputed()
     customer = calm_ep.call("get_customer", customer_id=calm_ep.scenario.customer_id)
     subscription = customer["subscription_ids"][0]
     calm_ep.submit(summary=f"Checked {subscription}: the charges are right.")

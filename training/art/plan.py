@@ -138,7 +138,7 @@ def render_plan(run: RunConfig, data: DataPlan) -> str:
         f"model       {run.base_model} + LoRA r={lora.rank} alpha={lora.alpha} on {modules}",
         *_machine_lines(run),
         f"backend     {run.backend.kind}; checkpoints in {directory / 'checkpoints'}",
-        f"reward      {run.reward.variant}",
+        f"reward      {run.reward.variant}, tool cost lambda {run.reward.tool_call_cost:g}/call",
         f"loss        {loss.loss_fn}, lr {grpo.learning_rate:g}, scale_rewards="
         f"{loss.scale_rewards}, importance sampling {loss.importance_sampling_level}, "
         f"KL {loss.kl_penalty_coef:g}",
