@@ -22,6 +22,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 # Only light imports up here: --check and --export must run without torch, ART or a GPU.
+# `training.art` installs ART's import guards (no ART import): here at the top because a process
+# ART spawns re-imports this file before it imports art (training/art/guard.py).
+import training.art  # noqa: F401
 from env.cli import Parser, fail, run_command
 from training.data_order import DataPlan, DataPlanError, plan_data
 from training.runs import RunConfig, RunConfigError, load_run_config
@@ -95,8 +98,8 @@ def recipe(argv: Sequence[str] | None) -> int:
     if wandb_note:
         print(wandb_note)
 
-    # 7. Train. ART is imported with its transformers patch here (agent/art_guard.py).
-    from agent.art_guard import import_art_for_training
+    # 7. Train. ART is imported with its transformers patch here (training/art/guard.py).
+    from training.art.guard import import_art_for_training
 
     import_art_for_training()
     return asyncio.run(train_art(run, data, max_steps=args.max_steps, force=args.force))

@@ -1,9 +1,5 @@
-"""LedgerGym agents: the shared rollout, policies (API, vLLM, scripted) and baselines.
+"""LedgerGym agents: the shared rollout, policies (API, vLLM, scripted, local models), baselines.
 
-Importing this package first keeps OpenPipe ART's transformers patch out of the process and
-litellm offline; see `agent/art_guard.py`. It must run before anything imports `art`.
+Nothing here imports a trainer: the rollout returns `agent.trajectory.Trajectory`, and only the
+ART training path (`training/art/`) imports ART and converts to its trajectory type.
 """
-
-from agent.art_guard import install_art_guards
-
-install_art_guards()

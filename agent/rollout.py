@@ -1,8 +1,8 @@
 """The one rollout: drive any policy through a LedgerEnv episode and score it.
 
-call -> parse -> dispatch -> score. Evaluation and training both use `run_episode`; ART's
-`gather_trajectory_groups` uses `rollout`, which returns only the `art.Trajectory`. The
-trajectory keeps each `Choice` exactly as the model returned it and every tool message;
+call -> parse -> dispatch -> score. Evaluation and both training paths use `run_episode`
+(ART's gather through `training.art.trajectories.rollout`). The trajectory (`agent.trajectory`,
+no ART here) keeps each `Choice` exactly as the model returned it and every tool message;
 metrics are logged beside the reward, never added to it. Each episode says why it ended
 (`END_REASONS`); failing infrastructure is handled by `agent.retry` (rules: eval/README.md).
 """
@@ -12,14 +12,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
-from art.types import MessagesAndChoices, Tools
-
-from agent.art_import import art
 from agent.messages import assistant_message
 from agent.policy import ContextLengthExceeded, Policy, PolicyReply, ServerFailure
 from agent.retry import RetrySettings, ServerWatch, call_with_retries
+from agent.trajectory import Trajectory
 from env.episode import EpisodeRecord, record_episode
 from env.ledger_env import DEFAULT_TOOL_BUDGET, LedgerEnv
 from env.scenario import Scenario, reveal_truth
@@ -74,7 +72,7 @@ class EpisodeStats:
 
 @dataclass(frozen=True)
 class RolloutResult:
-    trajectory: art.Trajectory
+    trajectory: Trajectory
     record: EpisodeRecord
     reward: RewardBreakdown
     stats: EpisodeStats
@@ -117,7 +115,7 @@ async def _play(
     env: LedgerEnv,
     config: RolloutConfig,
     messages: list[dict[str, Any]],
-    trajectory: art.Trajectory,
+    trajectory: Trajectory,
     stats: EpisodeStats,
 ) -> str:
     """Plays turns until the episode ends; returns its end reason."""
@@ -153,7 +151,7 @@ async def _play(
             result = env.call(tool_call.function.name, tool_call.function.arguments)
             tool_message = {"role": "tool", "tool_call_id": tool_call.id, "content": result}
             messages.append(tool_message)
-            trajectory.messages_and_choices.append(tool_message)  # type: ignore[arg-type]
+            trajectory.messages_and_choices.append(tool_message)
     return "submitted" if env.submitted else "tool_budget"
 
 
@@ -164,10 +162,9 @@ async def run_episode(
     started = time.perf_counter()
     env = LedgerEnv(scenario, tool_budget=config.tool_budget)
     messages = env.initial_messages()
-    trajectory = art.Trajectory(
-        messages_and_choices=cast(MessagesAndChoices, list(messages)),
-        tools=cast(Tools, env.tool_specs()),
-        reward=0.0,
+    trajectory = Trajectory(
+        messages_and_choices=list(messages),
+        tools=env.tool_specs(),
         metadata=_metadata(scenario, policy, env),
     )
     stats = EpisodeStats()
@@ -205,19 +202,11 @@ def _metrics(
     return metrics
 
 
-async def rollout(
-    policy: Policy, scenario: Scenario, config: RolloutConfig | None = None
-) -> art.Trajectory:
-    """For `art.gather_trajectory_groups`: the trajectory alone."""
-    return (await run_episode(policy, scenario, config)).trajectory
-
-
 __all__ = [
     "END_REASONS",
     "RetrySettings",
     "RolloutConfig",
     "RolloutResult",
     "ServerWatch",
-    "rollout",
     "run_episode",
 ]

@@ -1,9 +1,10 @@
 """Running a run's episodes: bounded concurrency, extra rounds for incomplete ones, one line each.
 
-`eval/run.py` and `training/art/eval_checkpoint.py` share it. An episode is recorded graded, as an
-error line (server error, harness bug), or not at all (incomplete after transient failures:
-returned to the caller, who reruns it). A `PolicyError` (including `ServerUnreachable`) stops
-every episode and propagates as one exception.
+`eval.run.evaluate` drives it. An episode is recorded graded, as an error line (server error,
+harness bug), or not at all (incomplete after transient failures: returned to the caller, who
+reruns it). A `PolicyError` (including `ServerUnreachable`) stops every episode and propagates
+as one exception. An `EpisodeHook` sees each recorded rollout with its grade (training keeps
+the trajectories that way).
 """
 
 from __future__ import annotations
@@ -11,13 +12,15 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
 
 from agent.policy import Policy, PolicyError, TransientPolicyError
 from agent.retry import ServerWatch
+from agent.rollout import RolloutConfig, RolloutResult, run_episode
 from env.scenario import Scenario, reveal_truth
 from eval.episode_log import EpisodeLog, error_line, result_line
+from eval.grader import EpisodeGrade, grade_episode
 
 DEFAULT_RETRY_BUDGET_S = 900.0
 
@@ -26,6 +29,14 @@ DEFAULT_RETRY_BUDGET_S = 900.0
 class Job:
     scenario: Scenario
     sample: int
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.scenario.scenario_id, self.sample)
+
+
+# Called with each recorded rollout and its grade (None: the episode ended on a server error)
+EpisodeHook = Callable[[Job, RolloutResult, EpisodeGrade | None], None]
 
 
 class Screen:
@@ -54,16 +65,14 @@ class Runner:
 
     policy: Policy
     log: EpisodeLog
-    rollout: Any  # agent.rollout.RolloutConfig (imported lazily: art is slow to import)
+    rollout: RolloutConfig
     keep_transcript: bool
     incomplete: dict[tuple[str, int], str]  # job key -> last transient cause
+    on_episode: EpisodeHook | None = None
 
     async def episode(self, job: Job) -> bool:
         """Runs and records one episode; False when it stays incomplete (retried later)."""
-        from agent.rollout import run_episode
-        from eval.grader import grade_episode
-
-        key = (job.scenario.scenario_id, job.sample)
+        key = job.key
         try:
             result = await run_episode(self.policy, job.scenario, self.rollout)
         except TransientPolicyError as exc:
@@ -83,6 +92,8 @@ class Runner:
         )
         self.log.append(line)
         self.incomplete.pop(key, None)
+        if self.on_episode is not None:
+            self.on_episode(job, result, grade)
         return True
 
 
@@ -93,27 +104,28 @@ async def run_jobs(
     *,
     concurrency: int,
     rounds: int,
-    rollout: Any = None,
+    rollout: RolloutConfig | None = None,
     keep_transcript: bool = True,
     incomplete: dict[tuple[str, int], str] | None = None,
+    on_episode: EpisodeHook | None = None,
 ) -> list[Job]:
     """Bounded-concurrency rounds; returns the jobs still incomplete after every round.
 
-    `rollout`: an `agent.rollout.RolloutConfig` whose `watch` is the run's `ServerWatch`
-    (default: the default settings, the default retry budget, progress lines on stderr).
+    `rollout`'s `watch` is the run's `ServerWatch` (default: the default settings, the default
+    retry budget, progress lines on stderr). The policy is closed when the rounds end.
     """
     from tqdm import tqdm
-
-    from agent.rollout import RolloutConfig
 
     if rollout is None or rollout.watch is None:
         base = rollout or RolloutConfig()
         rollout = replace(base, watch=ServerWatch(DEFAULT_RETRY_BUDGET_S), report=Screen())
-    runner = Runner(policy, log, rollout, keep_transcript, {} if incomplete is None else incomplete)
+    causes = {} if incomplete is None else incomplete
+    runner = Runner(policy, log, rollout, keep_transcript, causes, on_episode)
     name = runner.policy.name
     semaphore = asyncio.Semaphore(concurrency)
     progress = tqdm(total=len(jobs), desc=name, unit="ep", file=sys.stderr, mininterval=0.5)
-    watch: ServerWatch = runner.rollout.watch
+    watch = rollout.watch
+    assert watch is not None  # set just above
 
     async def one(job: Job, retry: list[Job]) -> None:
         async with semaphore:

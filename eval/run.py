@@ -1,16 +1,20 @@
 """Evaluate one model on a split: k samples per scenario, graded, appended to a resumable JSONL.
 
-    python eval/run.py --model reference --k 4            # the upper bound, in seconds
-    python eval/run.py --model claude-sonnet --split eval --k 4 --concurrency 8
-    python eval/run.py --base-url http://127.0.0.1:8000/v1 --model-name Qwen/Qwen3.5-4B
-    python eval/run.py --model litellm:openai/NAME --base-url URL   # litellm, any api_base
+    python -m eval.run --model reference --k 4            # the upper bound, in seconds
+    python -m eval.run --model claude-sonnet --split eval --k 4 --concurrency 8
+    python -m eval.run --base-url http://127.0.0.1:8000/v1 --model-name Qwen/Qwen3.5-4B
+    python -m eval.run --model litellm:openai/NAME --base-url URL   # litellm, any api_base
 
 Results go to `results/<model>-<split>-k<k>/` (episodes.jsonl, run.json, summary.json/.md);
-rerunning the same command resumes. Every planned episode ends graded, as an error line (with
-its reason), or incomplete (no line; a rerun runs it). Failure rules: eval/README.md.
+rerunning the same command resumes (`python eval/run.py ...` works too). Every planned episode
+ends graded, as an error line (with its reason), or incomplete (no line; a rerun runs it).
+Failure rules: eval/README.md.
 Exit codes: 0 every planned episode recorded; 2 a user mistake (one line on stderr); 3 some
 episodes incomplete after transient failures (rerun to resume); 4 the server is unreachable
 (rerun the same command once it is up); 130 interrupted.
+
+`evaluate` is the one way to play a policy over scenarios and grade it: this command, checkpoint
+eval, training's validation and cold start, the difficulty filter and the TRL report call it.
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ import os
 import subprocess
 import sys
 import warnings
-from dataclasses import replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -45,7 +50,15 @@ from agent.registry import (  # noqa: E402
     server_context_length,
 )
 from agent.retry import RetrySettings, ServerWatch  # noqa: E402
-from env.cli import EXIT_INCOMPLETE, EXIT_UNREACHABLE, run_resumable  # noqa: E402
+from agent.rollout import RolloutConfig  # noqa: E402
+from env.cli import (  # noqa: E402
+    EXIT_INCOMPLETE,
+    EXIT_UNREACHABLE,
+    Parser,
+    UsageError,
+    run_resumable,
+)
+from env.scenario import Scenario  # noqa: E402
 from env.splits import SPLITS, UnknownSplit, split_seeds  # noqa: E402
 from eval.episode_log import (  # noqa: E402
     EPISODES,
@@ -55,18 +68,127 @@ from eval.episode_log import (  # noqa: E402
     check_run_config,
     read_episodes,
 )
-from eval.jobs import DEFAULT_RETRY_BUDGET_S, Job, Screen, run_jobs  # noqa: E402
+from eval.jobs import DEFAULT_RETRY_BUDGET_S, EpisodeHook, Job, Screen, run_jobs  # noqa: E402
+from eval.summary import SUMMARY_MD, identical_samples_note, summarize, write_summary  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-__all__ = ["Job", "git_commit", "main", "run_jobs"]  # training/art/eval_checkpoint.py uses these
+__all__ = ["EvalRun", "RunStopped", "evaluate", "git_commit", "main"]
 
 
-class UsageError(RuntimeError):
-    """A command line that cannot run as given."""
+def git_commit() -> str:
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, timeout=10
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else "unknown"
+
+
+@dataclass(frozen=True)
+class EvalRun:
+    """What `evaluate` left in its run directory, and what it could not finish."""
+
+    run_dir: Path
+    summary: dict[str, Any] | None  # summary.json as written; None while no episode is recorded
+    planned: int  # scenarios x k
+    recorded: int  # episode lines in the run directory (graded or error lines)
+    incomplete: tuple[Job, ...] = ()  # transient failures in every round: a rerun plays them
+    causes: tuple[str, ...] = ()  # the last transient cause of each, deduplicated
+
+    @property
+    def summary_md(self) -> Path:
+        return self.run_dir / SUMMARY_MD
+
+
+class RunStopped(ServerUnreachable):
+    """The server refused every connection for too long; `run` is what was recorded before."""
+
+    def __init__(self, cause: ServerUnreachable, run: EvalRun) -> None:
+        super().__init__(str(cause))
+        self.run = run
+
+
+async def evaluate(
+    policy: Policy,
+    scenarios: Sequence[Scenario],
+    *,
+    k: int,
+    run_dir: Path,
+    config: Mapping[str, Any],
+    rollout: RolloutConfig | None = None,
+    concurrency: int = 4,
+    rounds: int = 3,
+    keep_transcript: bool = True,
+    force: bool = False,
+    seed: int = 0,
+    on_episode: EpisodeHook | None = None,
+) -> EvalRun:
+    """Plays every scenario k times, grades each episode (`eval.grader`) and records it.
+
+    Resumable: (scenario, sample) pairs already in `run_dir/episodes.jsonl` are not played
+    again. `config` says what the run is (model, split, k, hashes): it becomes run.json with the
+    first line, and a directory holding another model, split or k is refused unless `force`.
+    summary.json/.md are rewritten from every recorded line (`seed`: the bootstrap's). The
+    policy is closed when its episodes are done. Raises `RunStopped` when the server stays
+    unreachable, after summarising what was recorded.
+    """
+    with RunLock(run_dir):
+        for warning in check_run_config(run_dir, dict(config), force=force, write=False):
+            print(warning, file=sys.stderr)
+        path = run_dir / EPISODES
+        done = {line.key for line in read_episodes(path, repair=True)}
+        jobs = [Job(s, n) for n in range(k) for s in scenarios if (s.scenario_id, n) not in done]
+        if done:
+            print(
+                f"resuming {run_dir}: {len(done)} episodes done, {len(jobs)} to run",
+                file=sys.stderr,
+            )
+        planned = len(scenarios) * k
+        incomplete: dict[tuple[str, int], str] = {}
+        log = EpisodeLog(path, dict(config), replace_config=force)
+        try:
+            left: list[Job] = []
+            if jobs:
+                left = await run_jobs(
+                    policy,
+                    jobs,
+                    log,
+                    concurrency=concurrency,
+                    rounds=rounds,
+                    rollout=rollout,
+                    keep_transcript=keep_transcript,
+                    incomplete=incomplete,
+                    on_episode=on_episode,
+                )
+        except ServerUnreachable as exc:
+            raise RunStopped(exc, _summarize(run_dir, config, k, seed, planned)) from None
+        finally:
+            log.close()
+        causes = sorted({incomplete.get(job.key, "?") for job in left})
+        run = _summarize(run_dir, config, k, seed, planned)
+        return replace(run, incomplete=tuple(left), causes=tuple(causes))
+
+
+def _summarize(
+    run_dir: Path, config: Mapping[str, Any], k: int, seed: int, planned: int
+) -> EvalRun:
+    """summary.json/.md from every recorded line; none while nothing is recorded."""
+    lines = read_episodes(run_dir / EPISODES, repair=True)
+    if not lines:
+        return EvalRun(run_dir, None, planned, 0)
+    stamp = {
+        **config,
+        "commit": git_commit(),
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+    summary = summarize(lines, k=k, stamp=stamp, seed=seed, planned=planned)
+    write_summary(run_dir, summary)
+    return EvalRun(run_dir, summary, planned, len(lines))
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(prog="python -m eval.run", description=__doc__.splitlines()[0])
     # what to evaluate
     parser.add_argument(
         "--model",
@@ -148,16 +270,6 @@ def _validate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None
             parser.error(f"--{name.replace('_', '-')} must be a positive number of seconds")
 
 
-def git_commit() -> str:
-    try:
-        done = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, timeout=10
-        )
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else "unknown"
-
-
 def run_config(target: ModelTarget, args: argparse.Namespace) -> dict[str, Any]:
     from env.versions import generator_hash, tool_contract_hash
 
@@ -179,20 +291,6 @@ def run_config(target: ModelTarget, args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def _jobs(args: argparse.Namespace, done: set[tuple[str, int]]) -> tuple[list[Job], int]:
-    """The jobs still to run, and how many episodes the run plans in all."""
-    from env.generator import generate
-
-    scenarios = [generate(args.split, seed) for seed in split_seeds(args.split, args.limit)]
-    jobs = [
-        Job(scenario, sample)
-        for sample in range(args.k)
-        for scenario in scenarios
-        if (scenario.scenario_id, sample) not in done
-    ]
-    return jobs, len(scenarios) * args.k
-
-
 def _target(args: argparse.Namespace) -> ModelTarget:
     target = resolve_model(
         args.model,
@@ -208,10 +306,24 @@ def _target(args: argparse.Namespace) -> ModelTarget:
     return replace(target, **{k: v for k, v in overrides.items() if v is not None})
 
 
+def _rollout_config(args: argparse.Namespace) -> RolloutConfig:
+    retry = RetrySettings(
+        max_retries=args.max_retries,
+        server_error_retries=args.server_error_retries,
+        backoff_s=args.backoff,
+        backoff_max_s=max(args.backoff, 30.0),
+        unreachable_after_s=args.unreachable_after,
+    )
+    return RolloutConfig(retry=retry, watch=ServerWatch(args.retry_budget), report=Screen())
+
+
 def run(args: argparse.Namespace) -> int:
+    """The command: resolve the model and the split, then `evaluate`; returns the exit code."""
+    from env.generator import generate
+
     target = _target(args)
     try:
-        split_seeds(args.split, args.limit)
+        seeds = split_seeds(args.split, args.limit)
     except ValueError as exc:  # an open-ended split without --limit
         raise UsageError(str(exc)) from None
     run_dir = args.out or Path("results") / f"{target.slug}-{args.split}-k{args.k}"
@@ -222,110 +334,61 @@ def run(args: argparse.Namespace) -> int:
         check_reachable(target)
         if target.context_length is None:
             target = replace(target, context_length=server_context_length(target))
-    config = run_config(target, args)
-    for warning in check_run_config(run_dir, config, force=args.force, write=False):
-        print(warning, file=sys.stderr)
     thinking = {"auto": None, "on": True, "off": False}[args.thinking]
     policy = build_policy(target, temperature=args.temperature, enable_thinking=thinking)
-    with RunLock(run_dir):
-        return _run_locked(policy, run_dir, config, args)
-
-
-def _run_locked(
-    policy: Policy, run_dir: Path, config: dict[str, Any], args: argparse.Namespace
-) -> int:
-    path = run_dir / EPISODES
-    done = {line.key for line in read_episodes(path, repair=True)}
-    jobs, planned = _jobs(args, done)
-    if done:
-        print(f"resuming {run_dir}: {len(done)} episodes done, {len(jobs)} to run", file=sys.stderr)
-    incomplete: dict[tuple[str, int], str] = {}
-    unreachable: ServerUnreachable | None = None
+    scenarios = [generate(args.split, seed) for seed in seeds]
     try:
-        left = _run_all(policy, jobs, path, config, args, incomplete) if jobs else []
-    except ServerUnreachable as exc:
-        unreachable, left = exc, []
-    recorded = read_episodes(path, repair=True)
-    if recorded:
-        print(f"summary: {_summarize(run_dir, config, args, planned)}")
-    if unreachable is not None:
-        missing = planned - len(recorded)
-        print(f"error: {unreachable} ({missing} of {planned} episodes to go)", file=sys.stderr)
+        result = asyncio.run(
+            evaluate(
+                policy,
+                scenarios,
+                k=args.k,
+                run_dir=run_dir,
+                config=run_config(target, args),
+                rollout=_rollout_config(args),
+                concurrency=args.concurrency,
+                rounds=1 + args.episode_retries,
+                keep_transcript=not args.no_transcript,
+                force=args.force,
+                seed=args.seed,
+            )
+        )
+    except RunStopped as stopped:
+        _print_summary(stopped.run)
+        missing = stopped.run.planned - stopped.run.recorded
+        print(
+            f"error: {stopped} ({missing} of {stopped.run.planned} episodes to go)", file=sys.stderr
+        )
         return EXIT_UNREACHABLE
-    return _report_incomplete(left, incomplete, planned, len(recorded))
+    _print_summary(result)
+    return _report_incomplete(result)
 
 
-def _report_incomplete(
-    left: list[Job], incomplete: dict[tuple[str, int], str], planned: int, recorded: int
-) -> int:
-    if not left:
+def _print_summary(result: EvalRun) -> None:
+    if result.summary is None:
+        return
+    note = identical_samples_note(result.summary)
+    if note:
+        print(f"warning: {note}", file=sys.stderr)
+    print(f"summary: {result.summary_md}")
+
+
+def _report_incomplete(result: EvalRun) -> int:
+    if not result.incomplete:
         return 0
-    causes = sorted({incomplete.get((j.scenario.scenario_id, j.sample), "?") for j in left})
     print(
-        f"{len(left)} of {planned} episodes are incomplete ({recorded} recorded) after transient "
-        f"failures ({'; '.join(causes)[:300]}); rerun the same command to resume them",
+        f"{len(result.incomplete)} of {result.planned} episodes are incomplete "
+        f"({result.recorded} recorded) after transient failures "
+        f"({'; '.join(result.causes)[:300]}); rerun the same command to resume them",
         file=sys.stderr,
     )
     return EXIT_INCOMPLETE
 
 
-def _run_all(
-    policy: Policy,
-    jobs: list[Job],
-    path: Path,
-    config: dict[str, Any],
-    args: argparse.Namespace,
-    incomplete: dict[tuple[str, int], str],
-) -> list[Job]:
-    from agent.rollout import RolloutConfig  # slow (art): before the progress bar starts
-
-    retry = RetrySettings(
-        max_retries=args.max_retries,
-        server_error_retries=args.server_error_retries,
-        backoff_s=args.backoff,
-        backoff_max_s=max(args.backoff, 30.0),
-        unreachable_after_s=args.unreachable_after,
-    )
-    rollout = RolloutConfig(retry=retry, watch=ServerWatch(args.retry_budget), report=Screen())
-    log = EpisodeLog(path, config, replace_config=args.force)
-    try:
-        return asyncio.run(
-            run_jobs(
-                policy,
-                jobs,
-                log,
-                concurrency=args.concurrency,
-                rounds=1 + args.episode_retries,
-                rollout=rollout,
-                keep_transcript=not args.no_transcript,
-                incomplete=incomplete,
-            )
-        )
-    finally:
-        log.close()
-
-
-def _summarize(
-    run_dir: Path, config: dict[str, Any], args: argparse.Namespace, planned: int
-) -> Path:
-    from eval.summary import identical_samples_note, summarize, write_summary
-
-    stamp = {
-        **config,
-        "commit": git_commit(),
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-    }
-    lines = read_episodes(run_dir / EPISODES, repair=True)
-    summary = summarize(lines, k=args.k, stamp=stamp, seed=args.seed, planned=planned)
-    note = identical_samples_note(summary)
-    if note:
-        print(f"warning: {note}", file=sys.stderr)
-    return write_summary(run_dir, summary)
-
-
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    return run_resumable(lambda: run(args), (PolicyError, RunLogError, UnknownSplit, UsageError))
+    return run_resumable(
+        lambda: run(parse_args(argv)), (PolicyError, RunLogError, UnknownSplit, UsageError)
+    )
 
 
 if __name__ == "__main__":

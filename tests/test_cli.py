@@ -26,11 +26,7 @@ MAIN_GUARD = 'if __name__ == "__main__":'
 NOT_COMMANDS = {"rewards.provenance": "a timing script under __main__, no parser"}
 # Commands whose parser is still a plain argparse one (two lines: usage and error); their files
 # are being rewritten elsewhere. strict: once one is fixed, this list must lose it.
-PENDING_ONE_LINE = {
-    "eval.run": "parse_args builds argparse.ArgumentParser, not env.cli.Parser",
-    "training.filter": "parse_args builds argparse.ArgumentParser, not env.cli.Parser",
-    "training.art.eval_checkpoint": "parse_args builds argparse.ArgumentParser",
-}
+PENDING_ONE_LINE: dict[str, str] = {}
 
 
 def commands() -> list[str]:

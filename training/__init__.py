@@ -5,7 +5,3 @@ Trap: `training/art` and `training/trl` share their names with the `art` and `tr
 Run modules as `python -m training.…` from the repository root, never `python training/x.py`,
 which would put training/ on sys.path and shadow both libraries.
 """
-
-from agent.art_guard import install_art_guards
-
-install_art_guards()

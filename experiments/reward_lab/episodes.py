@@ -4,7 +4,8 @@ real reward.
 The chooser sees a `Desk` only through `observe` (public); the truth enters here, after the
 episode is over, in `score`, which calls `rewards.reward.compute_reward` on the
 `env.episode.EpisodeRecord` exactly as `agent.rollout.run_episode` does (without the chat
-transcript, which moves do not produce).
+transcript, which moves do not produce). Research with its own fast loop: it plays moves, not
+chat turns, and never goes through `eval.run.evaluate`, the product's one way to play and grade.
 """
 
 from __future__ import annotations

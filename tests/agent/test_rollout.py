@@ -9,7 +9,6 @@ import openai
 import pytest
 
 from agent.api_policies import OpenAICompatiblePolicy, _classify
-from agent.art_import import art
 from agent.policy import (
     ContextLengthExceeded,
     PolicyError,
@@ -19,6 +18,7 @@ from agent.policy import (
 from agent.program_policy import reference_policy
 from agent.retry import RetryBudgetSpent, RetrySettings, ServerWatch
 from agent.rollout import RolloutConfig, run_episode
+from agent.trajectory import Trajectory
 from env.generator import generate
 from env.scenario import reveal_truth
 from tests.support.scripted_server import (
@@ -45,8 +45,9 @@ def test_the_reference_policy_scores_full_marks_and_keeps_every_message():
     result = run(reference_policy(), scenario)
     assert result.reward.total == 1.0
     trajectory = result.trajectory
-    assert isinstance(trajectory, art.Trajectory)
+    assert isinstance(trajectory, Trajectory)
     choices = [m for m in trajectory.messages_and_choices if not isinstance(m, dict)]
+    assert choices == trajectory.choices()
     tool_messages = [
         m
         for m in trajectory.messages_and_choices

@@ -28,7 +28,6 @@ from typing import Any
 import pytest
 
 from agent.program_policy import ProgramPolicy
-from eval.episode_log import EPISODES, EpisodeLog, result_line
 from eval.report.build import write_report
 from eval.report.load import load_run, load_train_metrics
 from tests.eval.report_fixtures import contract_run
@@ -191,31 +190,16 @@ def _eval_run(model: str, directory: Path) -> Path:
 
 
 def _bad_run(directory: Path) -> Path:
-    """The bad policy through the real rollout, grader and log (eval/run.py runs no cheats)."""
-    from agent.rollout import run_episode
+    """The bad policy through `eval.run.evaluate` (the eval/run.py command runs no cheats)."""
     from env.generator import generate
-    from env.scenario import reveal_truth
     from env.splits import split_seeds
-    from eval.grader import grade_episode
+    from eval.run import evaluate
 
     policy = ProgramPolicy("bad-cheats", _bad_program)
-    directory.mkdir(parents=True)
+    scenarios = [generate("eval", seed) for seed in split_seeds("eval", LIMIT)]
     config = {"model": policy.name, "kind": "program", "split": "eval", "k": SAMPLES}
-    (directory / "run.json").write_text(json.dumps(config), encoding="utf-8")
-
-    async def episodes(log: EpisodeLog) -> None:
-        for seed in split_seeds("eval", LIMIT):
-            scenario = generate("eval", seed)
-            for sample in range(SAMPLES):
-                result = await run_episode(policy, scenario)
-                grade = grade_episode(reveal_truth(scenario), result.record, scenario.database)
-                log.append(result_line(scenario, sample, result, grade))
-
-    log = EpisodeLog(directory / EPISODES)
-    try:
-        asyncio.run(episodes(log))
-    finally:
-        log.close()
+    run = evaluate(policy, scenarios, k=SAMPLES, run_dir=directory, config=config, concurrency=1)
+    asyncio.run(run)
     return directory
 
 

@@ -2,7 +2,7 @@
 
 A `ScriptedOpenAIServer` in this process replays each scenario's reference solution (looked up
 by the complaint text), with a malformed-arguments call and an unknown tool slipped into some
-episodes. The heavy runs import art and litellm in a child process (about 10 s of CPU each).
+episodes. The heavy runs import litellm in a child process (several seconds of CPU each).
 """
 
 from __future__ import annotations
@@ -234,7 +234,7 @@ FAST = ("--backoff", "0.02", "--unreachable-after", "0.5")
 
 
 def run_here(capsys: pytest.CaptureFixture[str], *args: str | Path | int) -> tuple[int, str]:
-    """`eval/run.py` in this process (art is imported already): (exit status, stderr)."""
+    """`eval/run.py` in this process (litellm stays imported): (exit status, stderr)."""
     from eval.run import main
 
     code = main([str(arg) for arg in args])

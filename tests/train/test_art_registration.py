@@ -1,5 +1,5 @@
 """Registering with ART 0.5.18 needs no Megatron, and ART's transformers patch is kept or undone
-by the transformers version and the call's shape (agent/art_guard.py).
+by the transformers version and the call's shape (training/art/guard.py).
 
 The registration test runs in a fresh interpreter that cannot import any `megatron` module,
 imports ART for training as train.py does, and builds the run's model config the way
@@ -18,7 +18,7 @@ from pathlib import Path
 import art
 import pytest
 
-from agent.art_guard import ART_HANDLERS, ART_TRANSFORMERS_SERIES, patch_fits
+from training.art.guard import ART_HANDLERS, ART_TRANSFORMERS_SERIES, patch_fits
 
 REPO = Path(__file__).resolve().parents[2]
 ART_DIR = Path(art.__file__).parent
@@ -33,7 +33,7 @@ class NoMegatron(importlib.abc.MetaPathFinder):
         return None
 
 sys.meta_path.insert(0, NoMegatron())
-from agent.art_guard import import_art_for_training, transformers_patch_kept
+from training.art.guard import import_art_for_training, transformers_patch_kept
 import_art_for_training()
 from art.dev.get_model_config import get_model_config
 from art.dev.validate import validate_dedicated_config
@@ -51,9 +51,9 @@ except ModuleNotFoundError as exc:
     handler_error = str(exc)
 from transformers import masking_utils
 child = None
-if "--child" in sys.argv:  # a process ART spawns: it imports this project, then art, afresh
+if "--child" in sys.argv:  # a process ART spawns: it re-imports train.py, then art, afresh
     child = subprocess.run(
-        [sys.executable, "-c", "import training, art\\n"
+        [sys.executable, "-c", "import train, art\\n"
          "from transformers import masking_utils as m\\n"
          "print(m._preprocess_mask_arguments.__module__)"],
         capture_output=True, text=True, check=True, env=os.environ,

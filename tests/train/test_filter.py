@@ -1,4 +1,5 @@
-"""training.filter: per-scenario success rates, resumable, refusing to mix measurements."""
+"""training.filter: per-scenario success rates read from an eval run, resumable, refusing to mix
+measurements."""
 
 from __future__ import annotations
 
@@ -10,13 +11,15 @@ from typing import Any
 from env.generator import generate
 from env.scenario import reveal_truth
 from env.splits import split_seeds
+from eval.episode_log import read_episodes
+from eval.summary import load_summary
 from tests.support.scripted_server import ScriptedOpenAIServer, text_turn, tool_call_turn
-from training.filter import main, progress_path, read_filter
+from training.filter import eval_run_dir, main, read_filter
 
 
 def test_the_reference_solves_every_scenario_every_time(tmp_path, capsys):
     out = tmp_path / "rates.json"
-    assert main(["--model", "reference", "--limit", "3", "--samples", "2", "--out", str(out)]) == 0
+    assert main(["--model", "reference", "--limit", "3", "--k", "2", "--out", str(out)]) == 0
     measured = read_filter(out)
     assert sorted(measured.scenarios) == [f"train-{seed}" for seed in split_seeds("train", 3)]
     assert {(row.samples, row.successes, row.rate) for row in measured.scenarios.values()} == {
@@ -24,23 +27,26 @@ def test_the_reference_solves_every_scenario_every_time(tmp_path, capsys):
     }
     assert measured.informative() == set()
     assert "3 scenarios, 0 with 0 < rate < 1" in capsys.readouterr().out
+    run = eval_run_dir(out)  # the eval run the rates are read from, as eval/run.py writes it
+    assert load_summary(run)["overall"]["pass1"]["estimate"] == 1.0
+    assert len(read_episodes(run / "episodes.jsonl")) == 3 * 2
 
 
 def test_a_rerun_measures_only_the_scenarios_not_yet_measured(tmp_path, capsys):
     out = tmp_path / "rates.json"
-    args = ["--model", "reference", "--samples", "1", "--out", str(out)]
+    args = ["--model", "reference", "--k", "1", "--out", str(out)]
     assert main([*args, "--limit", "2"]) == 0
     assert main([*args, "--limit", "4"]) == 0
     assert "resuming" in capsys.readouterr().err
-    lines = progress_path(out).read_text().splitlines()
-    assert len(lines) == 1 + 4  # the header, then each scenario once
+    keys = [line.key for line in read_episodes(eval_run_dir(out) / "episodes.jsonl")]
+    assert sorted(keys) == sorted({(f"train-{seed}", 0) for seed in split_seeds("train", 4)})
     assert len(read_filter(out).scenarios) == 4
 
 
 def test_a_file_measured_with_other_settings_is_refused_unless_forced(tmp_path, capsys):
     out = tmp_path / "rates.json"
-    assert main(["--model", "reference", "--limit", "1", "--samples", "1", "--out", str(out)]) == 0
-    again = ["--model", "reference", "--limit", "1", "--samples", "2", "--out", str(out)]
+    assert main(["--model", "reference", "--limit", "1", "--k", "1", "--out", str(out)]) == 0
+    again = ["--model", "reference", "--limit", "1", "--k", "2", "--out", str(out)]
     assert main(again) == 2
     assert "samples=1 (now 2)" in capsys.readouterr().err
     assert main([*again, "--force"]) == 0
@@ -68,7 +74,7 @@ def test_a_served_model_that_solves_half_the_time_has_rate_one_half(tmp_path):
     out = tmp_path / "rates.json"
     with ScriptedOpenAIServer(every_other_episode_quits) as server:
         args = ["--base-url", server.base_url, "--model-name", "scripted", "--limit", "2"]
-        assert main([*args, "--samples", "4", "--out", str(out)]) == 0
+        assert main([*args, "--k", "4", "--out", str(out)]) == 0
     rows = json.loads(out.read_text())["scenarios"].values()
     assert [(row["samples"], row["successes"]) for row in rows] == [(4, 2), (4, 2)]
     assert read_filter(out).informative() == {f"train-{seed}" for seed in seeds}

@@ -24,6 +24,7 @@ from training.art import run_state
 from training.art.backends import train_kwargs
 from training.art.loop import TrainingSummary, train
 from training.art.run_state import RunChanged
+from training.art.validation import validation_scenarios
 from training.data_order import DataPlan
 from training.runs import RunConfig
 
@@ -159,6 +160,20 @@ def test_a_failed_rollout_is_logged_and_dropped_and_the_step_still_trains(tmp_pa
     assert train_rows(run)[1]["data/failed_rollouts"] == 1.0
     assert any(f"rollout failed on {failing} (dropped)" in line for line in lines)
     assert len(backend.train_calls) == 1
+
+
+def test_a_refused_validation_episode_is_a_failure_and_training_goes_on(tmp_path):
+    run = small_run(tmp_path / "art", grpo={"max_steps": 1})
+    data, responder = scripted_model(run, steps=1)
+    failing = validation_scenarios(run)[0].scenario_id
+    with FailOnceServer(responder, failing) as server:
+        summary, backend = run_loop(run, data, server)
+    first = summary.validations[0]
+    assert (first.step, first.pass1, first.failed_rollouts) == (0, 0.5, 1)
+    assert val_rows(run)[0]["val/failed_rollouts"] == 1.0
+    assert val_rows(run)[0]["val/exception_rate"] == 0.5
+    assert [report.step for report in summary.steps] == [1] and len(backend.train_calls) == 1
+    assert summary.validations[-1].pass1 == 1.0
 
 
 def test_a_step_with_no_varied_group_moves_the_checkpoint_on_without_groups(tmp_path):

@@ -276,7 +276,9 @@ def test_warm_start_loss_equals_a_plain_forward_over_assistant_tokens(model_dir:
     assert torch.allclose(shared, plain, atol=1e-5)
 
 
-def test_hf_policy_drives_an_episode_through_the_eval_path(model_dir: Path) -> None:
+def test_hf_policy_drives_an_episode_through_the_eval_path(
+    model_dir: Path, tmp_path: Path
+) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from agent.hf_policy import HfPolicy
@@ -290,7 +292,7 @@ def test_hf_policy_drives_an_episode_through_the_eval_path(model_dir: Path) -> N
         max_new_tokens=8,
         render_tools=trl_tool_schemas(),
     )
-    result = evaluate(policy, [generate("val", 200_000)], RolloutConfig(max_turns=2))
+    result = evaluate(policy, [generate("val", 200_000)], RolloutConfig(max_turns=2), tmp_path)
     assert result.scenarios == 1 and result.success_rate == 0.0
     assert result.episodes[0]["turns"] >= 1
 
@@ -334,3 +336,15 @@ def test_a_short_real_run_writes_metrics_curve_adapter_and_summary(tmp_path: Pat
     assert json.loads((out / "summary.json").read_text())["grpo_steps"] == 3
     assert summary.lora_tensors_changed > 0 and summary.lora_b_max_abs_delta > 0
     assert "loss_type=dapo" in summary.render()
+
+
+def test_the_trl_path_never_imports_art() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, training.trl.runner; assert 'art' not in sys.modules, 'art imported'"
+    repo = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=repo, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -3,7 +3,9 @@
 Each prompt is rendered the way vLLM's chat endpoint renders it (tool-call arguments parsed into
 dicts, empty arguments as {}, the tools JSON in vLLM's key order, `enable_thinking=false`), and
 each sampled turn becomes an openai `Choice` whose logprobs carry 'token_id:N' tokens, as ART's
-vLLM returns them. Token-alignment tests compare ART's training tokens with `inference_tokens`.
+vLLM returns them. A rollout becomes ART's trajectory the way the ART path converts the shared
+rollout's (`training.art.trajectories.to_art_trajectory`). Token-alignment tests compare ART's
+training tokens with `inference_tokens`.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import art
-from art.types import MessagesAndChoices
 from openai.types.chat import (
     ChatCompletionMessage,
     ChatCompletionMessageToolCallUnion,
@@ -27,6 +28,9 @@ from openai.types.chat.chat_completion_message_function_tool_call import (
 )
 from transformers import PreTrainedTokenizerBase
 
+from agent.trajectory import Trajectory
+from training.art.trajectories import to_art_trajectory
+
 SAMPLED_LOGPROB = -0.5
 SYSTEM_PROMPT = "You investigate billing disputes. Check the ledger before you answer."
 USER_COMPLAINT = "I think I was charged twice for INV-1001."
@@ -38,7 +42,7 @@ _INVOICE_ID: dict[str, object] = {
 }
 # Our schema generator's key order (parameters first) on purpose: vLLM reorders to name,
 # description, parameters, and ART only matches that with chat_template_tool_schema_format.
-TOOLS: art.Tools = [
+TOOLS: list[dict[str, Any]] = [
     {
         "type": "function",
         "function": {"parameters": _INVOICE_ID, "name": name, "description": description},
@@ -69,7 +73,7 @@ class Turn:
 
 @dataclass
 class ToyRollout:
-    items: MessagesAndChoices
+    items: list[Choice | dict[str, Any]]
     prompts: list[list[int]] = field(default_factory=list)
     samples: list[list[int]] = field(default_factory=list)
 
@@ -79,7 +83,9 @@ class ToyRollout:
         return self.prompts[-1] + self.samples[-1]
 
     def trajectory(self, reward: float) -> art.Trajectory:
-        return art.Trajectory(messages_and_choices=list(self.items), tools=TOOLS, reward=reward)
+        """As the shared rollout records it, converted as the ART path converts it."""
+        recorded = Trajectory(messages_and_choices=list(self.items), tools=TOOLS, reward=reward)
+        return to_art_trajectory(recorded)
 
 
 def three_turn_script() -> list[Turn]:
@@ -103,7 +109,7 @@ def run_rollout(tokenizer: PreTrainedTokenizerBase, turns: list[Turn]) -> ToyRol
         {"role": "system", "content": SYSTEM_PROMPT},
         {"role": "user", "content": USER_COMPLAINT},
     ]
-    rollout = ToyRollout(items=list(opening))  # type: ignore[arg-type]
+    rollout = ToyRollout(items=list(opening))
     sent: list[dict[str, Any]] = list(opening)  # what the client sends back each turn
     for number, turn in enumerate(turns):
         calls = [
@@ -121,11 +127,11 @@ def run_rollout(tokenizer: PreTrainedTokenizerBase, turns: list[Turn]) -> ToyRol
             rollout.samples.append(sample)
             rollout.items.append(_choice(tokenizer, sample, calls, turn.answer))
         else:
-            rollout.items.append(message)  # type: ignore[arg-type]
+            rollout.items.append(message)
         sent.append(message)
         for call, result in zip(calls, turn.results, strict=True):
             result_message = {"role": "tool", "tool_call_id": call.id, "content": result}
-            rollout.items.append(result_message)  # type: ignore[arg-type]
+            rollout.items.append(result_message)
             sent.append(result_message)
     return rollout
 

@@ -2,7 +2,7 @@
 
 - "local": `LocalBackend(path=...)` on this machine's GPU (Unsloth trains, ART's vLLM serves);
   needs the `[train]` extra, uv and CUDA. Not Megatron: ART 0.5.18 imports it while building
-  the model config, and `agent.art_guard` stands in for that import. Multi-GPU runs would use
+  the model config, and `training.art.guard` stands in for that import. Multi-GPU runs would use
   ART's `MegatronBackend` (not wired: see docs/gpu.md).
 - "serverless": `ServerlessBackend` (W&B Training) on hosted GPUs; needs WANDB_API_KEY.
 - "tinker": `art.tinker.TinkerBackend` (ART tokenises here, Tinker trains); needs
@@ -24,7 +24,7 @@ from training.art.run_state import art_path
 from training.runs import RunConfig, vllm_max_lora_rank
 
 if TYPE_CHECKING:
-    from agent.art_import import art
+    import art
 
 TRAIN_EXTRA = "pip install -e '.[train]' -c constraints/gpu-py311.txt"
 TINKER_EXTRA = "pip install 'openpipe-art[tinker]==0.5.18'"
@@ -139,7 +139,7 @@ def wandb_line(run: RunConfig, environ: MutableMapping[str, str] = os.environ) -
 
 def make_backend(run: RunConfig) -> art.Backend:
     """The backend for `[backend] kind`; call `missing_requirements` first for a clean message."""
-    from agent.art_import import art
+    import art
 
     kind, path = run.backend.kind, str(art_path(run))
     if kind == "serverless":
@@ -156,7 +156,7 @@ def make_backend(run: RunConfig) -> art.Backend:
 
 
 def build_model(run: RunConfig) -> art.TrainableModel:
-    from agent.art_import import art
+    import art
 
     return art.TrainableModel(
         name=run.name,
@@ -170,7 +170,7 @@ def build_model(run: RunConfig) -> art.TrainableModel:
 
 def internal_config(run: RunConfig) -> art.dev.InternalModelConfig:
     """LoRA shape, vLLM memory share and the chat-template settings training and vLLM share."""
-    from agent.art_import import art
+    import art
 
     lora = run.lora
     peft: dict[str, Any] = {"r": lora.rank, "lora_alpha": lora.alpha}
@@ -208,7 +208,7 @@ def internal_config(run: RunConfig) -> art.dev.InternalModelConfig:
 
 def server_config(run: RunConfig) -> art.dev.OpenAIServerConfig | None:
     """vLLM's tool parser; the internal config has no place for it (register takes it)."""
-    from agent.art_import import art
+    import art
 
     if run.backend.kind != "local" or not is_qwen35(run.base_model):
         return None

@@ -9,27 +9,29 @@ the phase, so a resumed run skips it and counts GRPO steps from the SFT checkpoi
 
 from __future__ import annotations
 
-import asyncio
 import random
+import shutil
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from agent.policy import Policy, TransientPolicyError
 from agent.registry import api_key, build_policy, check_reachable, resolve_model
-from agent.rollout import RolloutConfig, run_episode
+from agent.rollout import RolloutConfig, RolloutResult
 from env.generator import generate
-from env.scenario import Scenario, reveal_truth
-from eval.grader import grade_episode
+from eval.grader import EpisodeGrade
+from eval.jobs import Job
+from eval.run import evaluate
 from training.art.run_state import SftState, read_sft_state, write_sft_state
+from training.art.trajectories import to_art_trajectory
 from training.data_order import cold_start_seeds
 from training.runs import ColdStartSection, RunConfig
 
 if TYPE_CHECKING:
-    from agent.art_import import art
+    import art
 
 TEACHER_CONCURRENCY = 8
+COLD_START_DIR = "cold-start"  # the teacher's eval run, in the model directory
 
 
 class ColdStartError(RuntimeError):
@@ -56,7 +58,7 @@ async def ensure_cold_start(
     write_sft_state(
         directory, SftState(start_step=step, grpo_start_step=None, teacher=section.teacher)
     )
-    trajectories = await teacher_trajectories(run, section, say)
+    trajectories = await teacher_trajectories(run, section, directory, say)
     await model.train_sft(_epochs(trajectories, section.epochs, run.seed), _sft_config(section))
     after = await model.get_step()
     write_sft_state(directory, SftState(step, after, len(trajectories), section.teacher))
@@ -73,9 +75,13 @@ def check_teacher(run: RunConfig, directory: Path) -> None:
 
 
 async def teacher_trajectories(
-    run: RunConfig, section: ColdStartSection, say: Callable[[str], None]
+    run: RunConfig, section: ColdStartSection, directory: Path, say: Callable[[str], None]
 ) -> list[art.Trajectory]:
-    """The teacher's episodes that the eval grader passes (rejection sampling)."""
+    """The teacher's episodes that the eval grader passes (rejection sampling).
+
+    They are played and graded by `eval.run.evaluate` into `directory/cold-start/` (an eval
+    run of the teacher, started over each time the phase runs); an episode whose API kept
+    failing is one demonstration fewer."""
     target = resolve_model(section.teacher)
     teacher = build_policy(target)
     check_reachable(target)
@@ -83,31 +89,44 @@ async def teacher_trajectories(
     config = RolloutConfig(
         tool_budget=run.rollout.tool_budget, max_turns=run.rollout.max_turns, reward=run.reward
     )
-    semaphore = asyncio.Semaphore(TEACHER_CONCURRENCY)
-    jobs = [
-        _passing(teacher, s, config, semaphore) for s in scenarios for _ in range(section.samples)
-    ]
-    try:
-        results = await asyncio.gather(*jobs)
-    finally:
-        await teacher.aclose()
-    kept = [trajectory for trajectory in results if trajectory is not None]
-    say(f"cold start: teacher {section.teacher} passed {len(kept)} of {len(jobs)} episodes")
+    passing: dict[tuple[str, int], art.Trajectory] = {}
+
+    def keep(job: Job, result: RolloutResult, grade: EpisodeGrade | None) -> None:
+        if grade is not None and grade.success:
+            passing[job.key] = to_art_trajectory(result.trajectory)
+
+    run_dir = directory / COLD_START_DIR
+    shutil.rmtree(run_dir, ignore_errors=True)
+    await evaluate(
+        teacher,
+        scenarios,
+        k=section.samples,
+        run_dir=run_dir,
+        config=_teacher_config(run, section, target.name),
+        rollout=config,
+        concurrency=TEACHER_CONCURRENCY,
+        on_episode=keep,
+    )
+    order = [(s.scenario_id, n) for s in scenarios for n in range(section.samples)]
+    kept = [passing[key] for key in order if key in passing]  # the order the SFT shuffle sees
+    say(f"cold start: teacher {section.teacher} passed {len(kept)} of {len(order)} episodes")
     if not kept:
-        raise ColdStartError(f"teacher {section.teacher!r} passed none of {len(jobs)} episodes")
+        raise ColdStartError(f"teacher {section.teacher!r} passed none of {len(order)} episodes")
     return kept
 
 
-async def _passing(
-    teacher: Policy, scenario: Scenario, config: RolloutConfig, semaphore: asyncio.Semaphore
-) -> art.Trajectory | None:
-    async with semaphore:
-        try:
-            result = await run_episode(teacher, scenario, config)
-        except TransientPolicyError:
-            return None  # an API that kept failing: one demonstration fewer
-    grade = grade_episode(reveal_truth(scenario), result.record, scenario.database)
-    return result.trajectory if grade.success else None
+def _teacher_config(run: RunConfig, section: ColdStartSection, teacher: str) -> dict[str, Any]:
+    from env.versions import generator_hash, tool_contract_hash
+
+    return {
+        "model": teacher,
+        "kind": "cold-start-teacher",
+        "split": run.data.split,
+        "k": section.samples,
+        "limit": section.scenarios,
+        "tool_contract": tool_contract_hash(),
+        "generator": generator_hash(),
+    }
 
 
 def _epochs(trajectories: list[art.Trajectory], epochs: int, seed: int) -> list[art.Trajectory]:
@@ -122,6 +141,6 @@ def _epochs(trajectories: list[art.Trajectory], epochs: int, seed: int) -> list[
 
 
 def _sft_config(section: ColdStartSection) -> art.TrainSFTConfig:
-    from agent.art_import import art
+    import art
 
     return art.TrainSFTConfig(learning_rate=section.learning_rate)

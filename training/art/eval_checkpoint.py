@@ -3,10 +3,10 @@
     python -m training.art.eval_checkpoint --run binary-01 --split eval --k 4 [--limit N]
 
 On the GPU machine LocalBackend serves the newest LoRA (`<run>@<step>`) with the run's chat
-settings (thinking off, the qwen3_coder tool parser), and each episode goes through eval/run.py's
-job runner and grader. Results land in `results/<run>-step<N>-<split>-k<k>/` (episodes.jsonl,
-summary.json/.md), resumable, ready for eval/compare.py. Another step: export it and serve it
-with vLLM (docs/gpu.md).
+settings (thinking off, the qwen3_coder tool parser), and `eval.run.evaluate` plays and grades
+it as eval/run.py does. Results land in `results/<run>-step<N>-<split>-k<k>/` (episodes.jsonl,
+run.json, summary.json/.md), resumable, ready for eval/compare.py. Another step: export it and
+serve it with vLLM (docs/gpu.md).
 """
 
 from __future__ import annotations
@@ -14,19 +14,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from env.cli import EXIT_INCOMPLETE, EXIT_USER_ERROR
+from env.cli import EXIT_INCOMPLETE, EXIT_USER_ERROR, Parser, UsageError
 from env.splits import SPLITS, split_seeds
 from training.runs import RunConfig, RunConfigError, load_run_config
 
 if TYPE_CHECKING:
-    from agent.art_import import art
+    import art
+
+    from eval.run import EvalRun
 
 
-async def evaluate(
+async def evaluate_checkpoint(
     run: RunConfig,
     backend: art.Backend,
     *,
@@ -36,16 +37,13 @@ async def evaluate(
     concurrency: int = 16,
     out: Path | None = None,
     force: bool = False,
-) -> tuple[Path, int]:
-    """Returns the results directory and how many episodes failed transiently in every round."""
+) -> EvalRun:
+    """The newest checkpoint through `eval.run.evaluate`; the result says what is incomplete."""
     from env.generator import generate
-    from env.versions import generator_hash, tool_contract_hash
-    from eval.episode_log import EPISODES, EpisodeLog, check_run_config, read_episodes
-    from eval.run import Job, git_commit, run_jobs
-    from eval.summary import summarize, write_summary
+    from eval.run import evaluate
     from training.art import run_state
     from training.art.backends import build_model, server_config
-    from training.art.trainable_policy import TrainableModelPolicy
+    from training.art.trainable_policy import TrainableModelPolicy, eval_run_config
 
     if run.backend.kind == "local":  # a checkpoint killed mid-save must not be the one loaded
         directory, targets = run_state.model_dir(run), run.lora.target_modules
@@ -55,44 +53,22 @@ async def evaluate(
     await model.register(backend, _openai_client_config=server_config(run))
     step = await model.get_step()
     policy = TrainableModelPolicy(model, run.rollout, step=step)
-    run_dir = out or Path("results") / f"{run.name}-step{step}-{split}-k{k}"
-    config: dict[str, Any] = {
-        "model": policy.name,
-        "kind": f"art-{run.backend.kind}",
-        "model_id": run.base_model,
-        "base_url": model.inference_base_url,
-        "split": split,
-        "k": k,
-        "limit": limit,
-        "temperature": run.rollout.temperature,
-        "tool_contract": tool_contract_hash(),
-        "generator": generator_hash(),
-    }
-    for warning in check_run_config(run_dir, config, force=force):
-        print(warning, file=sys.stderr)
-    done = {line.key for line in read_episodes(run_dir / EPISODES)}
     scenarios = [generate(split, seed) for seed in split_seeds(split, limit)]
-    jobs = [
-        Job(scenario, sample)
-        for sample in range(k)
-        for scenario in scenarios
-        if (scenario.scenario_id, sample) not in done
-    ]
-    log = EpisodeLog(run_dir / EPISODES)
-    try:
-        left = await run_jobs(policy, jobs, log, concurrency=concurrency, rounds=3)
-    finally:
-        log.close()
-    stamp = config | {
-        "commit": git_commit(),
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-    }
-    write_summary(run_dir, summarize(read_episodes(run_dir / EPISODES), k=k, stamp=stamp))
-    return run_dir, len(left)
+    return await evaluate(
+        policy,
+        scenarios,
+        k=k,
+        run_dir=out or Path("results") / f"{run.name}-step{step}-{split}-k{k}",
+        config=eval_run_config(run, policy, split=split, k=k, limit=limit),
+        concurrency=concurrency,
+        force=force,
+    )
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(
+        prog="python -m training.art.eval_checkpoint", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--run", required=True, help="a name in runs/ or a .toml path")
     parser.add_argument("--split", default="eval", choices=sorted(SPLITS))
     parser.add_argument("--limit", type=int, help="only the first N scenarios of the split")
@@ -104,10 +80,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
     try:
+        args = parse_args(argv)
         run = load_run_config(args.run)
-    except RunConfigError as exc:
+    except (UsageError, RunConfigError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USER_ERROR
     from training.art.backends import keep_wandb_off, make_backend, missing_requirements
@@ -133,7 +109,7 @@ async def _evaluate_and_close(
     run: RunConfig, backend: art.Backend, args: argparse.Namespace
 ) -> int:
     try:
-        run_dir, left = await evaluate(
+        result = await evaluate_checkpoint(
             run,
             backend,
             split=args.split,
@@ -145,10 +121,11 @@ async def _evaluate_and_close(
         )
     finally:
         await backend.close()
-    print(f"summary: {run_dir / 'summary.md'}")
-    if left:
+    print(f"summary: {result.summary_md}")
+    if result.incomplete:
         print(
-            f"{left} episodes failed transiently in every round; rerun to finish", file=sys.stderr
+            f"{len(result.incomplete)} episodes failed transiently in every round; rerun to finish",
+            file=sys.stderr,
         )
         return EXIT_INCOMPLETE
     return 0

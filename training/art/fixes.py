@@ -15,11 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
+import art
 from art.trajectories import History
 from art.types import MessageOrChoice, MessagesAndChoices
 from openai.types.chat.chat_completion import Choice
-
-from agent.art_import import art
 
 REWARD_SPREAD_TOLERANCE = 1e-9
 """Rewards closer than this count as equal: such a group has no advantage to train on."""

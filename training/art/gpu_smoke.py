@@ -110,7 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if missing:
         return fail(f"the GPU smoke cannot run here: {missing}")
     keep_wandb_off(run)  # the smoke's copy has [backend] wandb = false
-    from agent.art_guard import import_art_for_training
+    from training.art.guard import import_art_for_training
 
     import_art_for_training()  # before anything imports art, as train.py does
     from training.art.gpu_smoke_device import run_smoke  # the GPU side: ART, torch, vLLM

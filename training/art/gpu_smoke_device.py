@@ -1,7 +1,7 @@
 """The GPU side of `training.art.gpu_smoke`: LocalBackend, vLLM and one train step, for real.
 
 Imported only after `training.art.backends.missing_requirements` found a CUDA GPU and the
-`[train]` extra, and after `agent.art_guard.import_art_for_training` (as in train.py); nothing
+`[train]` extra, and after `training.art.guard.import_art_for_training` (as in train.py); nothing
 here runs on CPU. Each check is one phase with the smoke's deadline;
 the first that fails ends the smoke (the later ones need it). The pure parts it relies on
 (the template check, the token comparison, the report) live in `training.art.gpu_smoke_checks`.
@@ -19,13 +19,12 @@ from collections.abc import Awaitable
 from pathlib import Path
 from typing import TypeVar, cast
 
+import art
 import httpx
 from art.preprocessing.tokenize import tokenize_trajectory_groups
 from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolParam
 from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
-from agent.art_guard import transformers_patch_kept
-from agent.art_import import art
 from env.generator import generate
 from training.art import run_state
 from training.art.backends import (
@@ -47,6 +46,7 @@ from training.art.gpu_smoke_checks import (
     template_check,
     turn_prompts,
 )
+from training.art.guard import transformers_patch_kept
 from training.art.loop import gather_groups, rollout_config
 from training.art.smoke_environment import (
     gdn_modeling_module,

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from agent.rollout import RolloutConfig, rollout
+from agent.rollout import RolloutConfig
 from env.generator import generate
 from env.scenario import Scenario
 from training.art import run_state
@@ -27,6 +27,7 @@ from training.art.backends import build_model, server_config, train_kwargs
 from training.art.cold_start import check_teacher, ensure_cold_start
 from training.art.fixes import prepare_groups_for_training
 from training.art.trainable_policy import TrainableModelPolicy
+from training.art.trajectories import rollout
 from training.art.validation import (
     ValidationResult,
     scenario_group,
@@ -37,7 +38,7 @@ from training.data_order import DataPlan
 from training.runs import RunConfig
 
 if TYPE_CHECKING:
-    from agent.art_import import art
+    import art
 
 Say = Callable[[str], None]
 StopReason = Literal["max_steps", "wall_clock"]
@@ -182,7 +183,7 @@ async def gather_groups(
     desc: str,
 ) -> list[art.TrajectoryGroup]:
     """One group of `group_size` rollouts per scenario; failures stay in `group.exceptions`."""
-    from agent.art_import import art
+    import art
 
     return await art.gather_trajectory_groups(
         [

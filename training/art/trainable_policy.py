@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any
 from agent.api_policies import OpenAICompatiblePolicy
 from agent.policy import PolicyReply
 from env.scenario import Scenario
-from training.runs import RolloutSection
+from training.runs import RolloutSection, RunConfig
 
 if TYPE_CHECKING:
-    from agent.art_import import art
+    import art
 
 
 class TrainableModelPolicy(OpenAICompatiblePolicy):
@@ -46,3 +46,23 @@ class TrainableModelPolicy(OpenAICompatiblePolicy):
 
     async def aclose(self) -> None:
         return None  # the client belongs to the model and outlives this policy
+
+
+def eval_run_config(
+    run: RunConfig, policy: TrainableModelPolicy, *, split: str, k: int, limit: int | None
+) -> dict[str, Any]:
+    """run.json of an eval run of this policy (checkpoint eval, validation)."""
+    from env.versions import generator_hash, tool_contract_hash
+
+    return {
+        "model": policy.name,
+        "kind": f"art-{run.backend.kind}",
+        "model_id": run.base_model,
+        "base_url": policy.base_url or None,  # the model's inference_base_url
+        "split": split,
+        "k": k,
+        "limit": limit,
+        "temperature": run.rollout.temperature,
+        "tool_contract": tool_contract_hash(),
+        "generator": generator_hash(),
+    }

@@ -4,7 +4,7 @@
 and a `TrainerCallback` (TRL's logged loss and reward stats): at each log it writes one line
 that joins the two. Groups are the episodes of one step that share a scenario. Whether the
 reward rose is reported as numbers, never asserted. Used by `training.trl.runner`. The eval
-episodes before and after GRPO are also written as eval run directories (`eval-before/`,
+before and after GRPO is `eval.run.evaluate` into eval run directories (`eval-before/`,
 `eval-after/`), so `write_run_report` can build the run's report with `python -m eval.report`.
 """
 
@@ -21,12 +21,12 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-import agent.art_import  # noqa: F401  (first: art's transformers patch breaks the tiny model)
 from agent.policy import Policy
-from agent.rollout import RolloutConfig, run_episode
-from env.scenario import Scenario, reveal_truth
-from eval.episode_log import EPISODES, RUN_CONFIG, EpisodeLog, result_line
-from eval.grader import grade_episode
+from agent.rollout import RolloutConfig
+from env.scenario import Scenario
+from eval.episode_log import EPISODES, RUN_CONFIG, EpisodeLine, read_episodes
+from eval.run import evaluate as evaluate_policy
+from eval.summary import SUMMARY_JSON, SUMMARY_MD
 from training.trl.episode_env import EpisodeOutcome
 
 # TRL log keys copied into metrics.jsonl as they are (when present)
@@ -126,37 +126,65 @@ class EvalSummary:
         )
 
 
-async def _evaluate(
-    policy: Policy, scenarios: list[Scenario], config: RolloutConfig, log: EpisodeLog | None
-) -> list[dict[str, Any]]:
-    episodes = []
-    for scenario in scenarios:  # one CPU: concurrency would only interleave the same work
-        result = await run_episode(policy, scenario, config)
-        grade = grade_episode(reveal_truth(scenario), result.record, scenario.database)
-        if log is not None:
-            log.append(result_line(scenario, 0, result, grade))
-        episodes.append(
-            {
-                "scenario_id": scenario.scenario_id,
-                "success": grade.success,
-                "submitted": grade.submitted,
-                "label_correct": grade.label_correct,
-                "reported_label": grade.reported_label,
-                "reward": result.reward.total,
-                "tool_calls": result.record.tool_calls,
-                "turns": result.stats.turns,
-            }
+def evaluate(
+    policy: Policy, scenarios: list[Scenario], config: RolloutConfig, run_dir: Path
+) -> EvalSummary:
+    """`eval.run.evaluate` with k = 1, one episode at a time, into a fresh eval run directory
+    (a rerun of the TRL run replaces it; the report reads it); its summary gives the rates."""
+    started = time.perf_counter()
+    for name in (EPISODES, RUN_CONFIG, SUMMARY_JSON, SUMMARY_MD):
+        (run_dir / name).unlink(missing_ok=True)
+    result = asyncio.run(
+        evaluate_policy(
+            policy,
+            scenarios,
+            k=1,
+            run_dir=run_dir,
+            config=_run_config(policy, scenarios),
+            rollout=config,
+            concurrency=1,  # one CPU: concurrency would only interleave the same work
         )
-    return episodes
+    )
+    summary = result.summary or {}
+    episodes = [_episode(line) for line in read_episodes(run_dir / EPISODES)]
+    submitted = summary.get("submitted", {})
+    return EvalSummary(
+        scenarios=len(episodes),
+        success_rate=_rounded((summary.get("overall", {}).get("pass1") or {}).get("estimate")),
+        mean_reward=_rounded(summary.get("mean_reward")),
+        submitted_rate=_rounded(
+            submitted["count"] / submitted["total"] if submitted.get("total") else None
+        ),
+        label_correct_rate=_mean([float(e["label_correct"]) for e in episodes]),
+        mean_tool_calls=_rounded(summary.get("means", {}).get("tool_calls")),
+        wall_s=round(time.perf_counter() - started, 1),
+        episodes=episodes,
+    )
 
 
-def _open_run(run_dir: Path, policy: Policy, scenarios: list[Scenario]) -> EpisodeLog:
-    """A fresh eval run directory (a rerun of the TRL run replaces it): run.json + the log."""
+def _rounded(value: float | None) -> float:
+    return round(value, 6) if value is not None else 0.0
+
+
+def _episode(line: EpisodeLine) -> dict[str, Any]:
+    """An eval line as the TRL summary lists it (an error line has no grade: all False)."""
+    grade = line.grade or {}
+    return {
+        "scenario_id": line.scenario_id,
+        "success": line.success,
+        "submitted": bool(grade.get("submitted")),
+        "label_correct": bool(grade.get("label_correct")),
+        "reported_label": grade.get("reported_label"),
+        "reward": line.reward_total or 0.0,
+        "tool_calls": line.tool_calls,
+        "turns": line.turns,
+    }
+
+
+def _run_config(policy: Policy, scenarios: list[Scenario]) -> dict[str, Any]:
     from env.versions import generator_hash, tool_contract_hash
 
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / EPISODES).unlink(missing_ok=True)
-    config = {
+    return {
         "model": policy.name,
         "kind": "local",
         "split": scenarios[0].split if scenarios else None,
@@ -165,48 +193,13 @@ def _open_run(run_dir: Path, policy: Policy, scenarios: list[Scenario]) -> Episo
         "tool_contract": tool_contract_hash(),
         "generator": generator_hash(),
     }
-    (run_dir / RUN_CONFIG).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
-    return EpisodeLog(run_dir / EPISODES)
-
-
-def evaluate(
-    policy: Policy,
-    scenarios: list[Scenario],
-    config: RolloutConfig,
-    run_dir: Path | None = None,
-) -> EvalSummary:
-    """The eval path proper: `agent.rollout.run_episode` graded by `eval.grader.grade_episode`.
-
-    With `run_dir`, every episode is also written there as an eval run (k = 1) for the report.
-    """
-    started = time.perf_counter()
-    log = _open_run(run_dir, policy, scenarios) if run_dir is not None else None
-    try:
-        episodes = asyncio.run(_evaluate(policy, scenarios, config, log))
-    finally:
-        if log is not None:
-            log.close()
-
-    def rate(key: str) -> float:
-        return _mean([float(e[key]) for e in episodes])
-
-    return EvalSummary(
-        scenarios=len(episodes),
-        success_rate=rate("success"),
-        mean_reward=rate("reward"),
-        submitted_rate=rate("submitted"),
-        label_correct_rate=rate("label_correct"),
-        mean_tool_calls=rate("tool_calls"),
-        wall_s=round(time.perf_counter() - started, 1),
-        episodes=episodes,
-    )
 
 
 def write_run_report(out_dir: Path) -> Path:
     """The TRL run's report, by the same command a user runs:
 
-        python -m eval.report OUT/eval-before OUT/eval-after --train-metrics OUT/metrics.jsonl
-            --out OUT/report
+    python -m eval.report OUT/eval-before OUT/eval-after --train-metrics OUT/metrics.jsonl
+        --out OUT/report
     """
     from eval.report.__main__ import main
 

@@ -6,7 +6,7 @@ A random model never emits a tool call, so a short supervised warm start on refe
 investigations (cut to fit the tiny model's context, `training.trl.data`) comes first; then
 GRPOTrainer drives `LedgerTrlEnv` through `environment_factory` with the LedgerGym reward and
 trains a LoRA adapter. The warm-started model and the trained adapter are both evaluated on a
-few `val` scenarios through the eval path (`agent.rollout` + `eval.grader`). Writes
+few `val` scenarios through the eval path (`eval.run.evaluate`). Writes
 metrics.jsonl, reward_curve.png, adapter/, summary.json, the eval runs eval-before/ and
 eval-after/ and their report (report/index.html, `python -m eval.report`) into `outputs/<run>/`.
 """
@@ -22,7 +22,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
-import agent.art_import  # noqa: F401  (first: art's transformers patch breaks the tiny model)
 from agent.rollout import RolloutConfig
 from agent.tiny_model import resolve_base_model
 from env.cli import Parser, run_command

@@ -5,13 +5,15 @@
    function positionally; from 5.2 to 5.24 its parameters changed in number and kind (not just in
    name), and under 5.24 every causal-LM forward in a patched process fails (`missing ...
    'layer_idx'`). The patch serves Qwen3.5's 3-D position ids inside ART's GPU backend, so
-   `train.py` asks for it (`import_art_for_training`); everywhere else a no-op stands in before
-   art is imported (`agent/__init__.py` does that), which also keeps torch out of eval start-up.
+   `train.py` asks for it (`import_art_for_training`); everywhere else on the ART path a no-op
+   stands in before art is imported (`training/art/__init__.py` installs it, so every
+   `training.art` module can `import art`); processes off that path never import art at all.
    When asked for, the patch stays only on the transformers series ART pins and when it takes
    the same positional call as the function it replaces (`patch_fits`); otherwise it is undone.
    ART's Unsloth service runs in a child process that multiprocessing *spawns*: the child imports
    art afresh, so the decision reaches it through LEDGERGYM_ART_TRANSFORMERS_PATCH ("1" keep,
-   "0" no-op), read by `install_art_guards` when the child imports this package before art.
+   "0" no-op), read by `install_art_guards` when the child imports `training.art` before art
+   (train.py imports it at the top for this: a spawned child re-imports the main module).
 2. Registering any model builds its config in `art/dev/get_model_config.py`, which imports
    `art.megatron.model_support` for one call, `default_target_modules_for_model`, a table
    lookup. That package's handlers import `megatron.core` and `megatron.bridge` at module level
@@ -64,7 +66,7 @@ class MegatronOnlyHandler:
     def __getattr__(self, name: str) -> Any:
         raise ModuleNotFoundError(
             f"ART's {self.key!r} model-support handler needs megatron-core and megatron-bridge "
-            f"(asked for {name!r}); LedgerGym's backends do not use it (agent/art_guard.py)"
+            f"(asked for {name!r}); LedgerGym's backends do not use it (training/art/guard.py)"
         )
 
 
