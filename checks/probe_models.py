@@ -171,3 +171,25 @@ def raw(rule: Rule, X: np.ndarray, positive: np.ndarray, j: int) -> tuple[float,
     if not len(hits):
         return 0.0, 0.0
     return (float((hits & positive).sum() / fired) if fired else 0.0), fired / len(hits)
+
+
+# binary signals (fingerprint tokens, comparison checks) -------------------------------------
+
+
+def scores_at_prior(
+    counts: np.ndarray, sizes: np.ndarray, priors: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(precision, support) of every signal for every class, at the class priors.
+
+    `counts[c, s]`: rows of class c where signal s fires; `sizes[c]`: rows of class c. As for
+    rules (`at_prior`), a class rare or absent in the sample is judged at its evaluation rate;
+    a class with no rows (or nothing else) gets precision and support 0."""
+    n = sizes.sum()
+    rest = n - sizes
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tpr = np.where(sizes[:, None] > 0, counts / sizes[:, None], 0.0)
+        fpr = np.where(rest[:, None] > 0, (counts.sum(axis=0) - counts) / rest[:, None], 0.0)
+        p = priors[:, None]
+        support = np.where(sizes[:, None] > 0, p * tpr + (1 - p) * fpr, 0.0)
+        precision = np.where(support > 0, p * tpr / support, 0.0)
+    return precision, support
