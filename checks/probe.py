@@ -38,6 +38,7 @@ from checks.probe_models import (
     fit_text,
     fit_tree,
     measure,
+    one_thread,
     precision,
     raw,
     recall,
@@ -365,7 +366,8 @@ def _main(argv: Sequence[str] | None) -> int:
     samples, fit, heldout, test, names = _samples(args.train, args.test_train, args.workers)
     generated = time.monotonic() - started
     rules = rule_results(fit, test, heldout, {s: samples[s] for s in REPORT_SPLITS})
-    models, drivers = _models(fit, samples)
+    with one_thread():
+        models, drivers = _models(fit, samples)
     signal_samples = dict(zip(SIGNAL_SAMPLES, (fit.rows + heldout.rows, test.rows), strict=True))
     tokens = token_results(*signal_samples.values(), eval_priors())
     checks = check_results(signal_samples, eval_priors())

@@ -13,6 +13,7 @@ import json
 import re
 import sqlite3
 from collections.abc import Iterator
+from functools import lru_cache
 from typing import Any
 
 TABLES = (
@@ -42,7 +43,11 @@ def mask(value: Any) -> str:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
-    text = str(value)
+    return _mask_text(str(value))
+
+
+@lru_cache(maxsize=1 << 16)  # dates, ids and amounts repeat across rows and scenarios
+def _mask_text(text: str) -> str:
     for pattern, token in _MASKS:
         text = pattern.sub(token, text)
     return _NUMBER.sub(_number, text)
