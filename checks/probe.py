@@ -1,16 +1,18 @@
 """Shortcut probe: can simple models read a scenario's label off its surface (design §1.2)?
 
-Fits on train scenarios and reports on eval and val: (a) per class and per surface feature the
-best single-feature rule (chosen on the fitting sample, measured on a separate test pool:
-more train seeds plus eval, val and heldout), (b) a shallow tree and a logistic model on all
-surface features, (c) a bag-of-words model on the complaint text, (d) their label accuracy,
-overall and per difficulty. Exits 1 when a gate breaks:
-  - a single-feature rule for a faulted class with support >= 2% and precision > 0.5,
-  - a surface model (tree or logistic) above 0.35 accuracy on eval and val together,
-  - a text model above 0.45 accuracy on eval and val together, or the class-balanced one above 0.3
-    recall of no_error (a plain model "recalls" no_error by answering the commonest label for
-    wording it cannot read; its no_error precision is printed beside it).
-Run: `python -m checks.probe [--train 5000] [--test-train 1000] [--json PATH]`.
+Fits on train scenarios; measures on a disjoint train slice ("train-test"), on eval+val, and
+(rules, tokens, checks) on a test pool of both plus heldout. Sections: (a) the best
+single-feature rule per class and feature, (b) a tree and a logistic model on surface features,
+then with the recorded billing inputs' values added, (c) bag-of-words on complaints, (d) label
+accuracy overall and per level, (e) fingerprint tokens (value shapes of the public tables),
+(f) one-comparison checks (a record against its source of truth). Exits 1 when a gate breaks;
+every gate is printed with its value, bound and margin, on every sample it is checked on:
+  - single-feature rule: support >= 2% and precision > 0.5 for a faulted class (test pool),
+  - surface model (with or without recorded inputs): accuracy > 0.35,
+  - text model: accuracy > 0.45; the class-balanced one: no_error recall > 0.3,
+  - fingerprint token: support >= 1% and precision > 0.5 for a faulted class (train; test pool),
+  - comparison check at L2 or L3: support >= 1% and precision > 0.85 for a faulted class.
+Run: `python -m checks.probe [--train 5000] [--test-train 1000] [--workers N] [--json PATH]`.
 """
 
 from __future__ import annotations
@@ -36,9 +38,21 @@ from checks.probe_models import (
     fit_text,
     fit_tree,
     measure,
+    one_thread,
     precision,
     raw,
     recall,
+)
+from checks.probe_signals import (
+    CHECK_LEVELS,
+    CHECK_PRECISION,
+    TOKEN_PRECISION,
+    CheckResult,
+    TokenResult,
+    check_results,
+    print_checks,
+    print_tokens,
+    token_results,
 )
 from env.cli import EXIT_FAILED, Parser, positive_int, run_command
 from env.labels import DIFFICULTIES, HELDOUT_LABEL, ROOT_CAUSES
@@ -50,7 +64,10 @@ TEXT_ACCURACY = 0.45
 TEXT_NO_ERROR_RECALL = 0.3
 REPORT_SPLITS = ("eval", "val")
 POOLED = "eval+val"  # model gates use both splits together: 200 scenarios, not 2 x 100
+HOLD = "train-test"  # train seeds after the fitting ones: never fitted on
+SIGNAL_SAMPLES = ("train", "test pool")
 TOP_RULES = 3
+Driver = tuple[Fitted, Sample]  # a logistic model and the eval+val sample its drivers read
 
 
 @dataclass(frozen=True)
@@ -74,9 +91,28 @@ class RuleResult:
 class ModelResult:
     name: str
     kind: str  # "baseline", "surface", "text" or "text balanced"
-    accuracy: dict[str, float]  # "eval", "eval L1", ..., "val", ...
+    accuracy: dict[str, float]  # "eval", "val", "eval+val", "eval+val L1", ..., "train-test"
     no_error_recall: dict[str, float]
     no_error_precision: dict[str, float]
+
+
+@dataclass(frozen=True)
+class Gate:
+    """One bound on one sample. margin = bound - value: negative means the gate broke."""
+
+    name: str
+    sample: str
+    value: float
+    bound: float
+    worst: str  # what gives the value
+
+    @property
+    def margin(self) -> float:
+        return self.bound - self.value
+
+    @property
+    def holds(self) -> bool:
+        return self.value <= self.bound
 
 
 def rule_results(
@@ -107,7 +143,9 @@ def rule_results(
     return results
 
 
-def model_result(model: Fitted, kind: str, by_split: dict[str, Sample]) -> ModelResult:
+def model_result(
+    model: Fitted, kind: str, by_split: dict[str, Sample], name: str | None = None
+) -> ModelResult:
     accuracies: dict[str, float] = {}
     recalls: dict[str, float] = {}
     precisions: dict[str, float] = {}
@@ -120,7 +158,7 @@ def model_result(model: Fitted, kind: str, by_split: dict[str, Sample]) -> Model
             accuracies[f"{split} {level}"] = accuracy(predicted[mask], truth[mask])
         recalls[split] = recall(predicted, truth, "no_error")
         precisions[split] = precision(predicted, truth, "no_error")
-    return ModelResult(model.name, kind, accuracies, recalls, precisions)
+    return ModelResult(name or model.name, kind, accuracies, recalls, precisions)
 
 
 def majority_result(fit: Sample, by_split: dict[str, Sample]) -> ModelResult:
@@ -134,24 +172,57 @@ def majority_result(fit: Sample, by_split: dict[str, Sample]) -> ModelResult:
     return model_result(Fitted(f"majority ({top})", Majority(), False), "baseline", by_split)
 
 
-def gate_failures(rules: Sequence[RuleResult], models: Sequence[ModelResult]) -> list[str]:
-    failures = [
-        f"rule {r.rule.label}: {r.rule.text()} precision {r.test.precision:.2f} "
-        f"support {r.test.support:.1%}"
-        for r in rules
-        if r.breaks_gate
-    ]
+def all_gates(
+    rules: Sequence[RuleResult],
+    models: Sequence[ModelResult],
+    tokens: Sequence[TokenResult] = (),
+    checks: Sequence[CheckResult] = (),
+) -> list[Gate]:
+    """Every gate on every sample it is checked on; a max-type gate names its worst item."""
+    gates: list[Gate] = []
+    if rules:
+        faulted = [r for r in rules if r.rule.label != "no_error" and r.test.support >= MIN_SUPPORT]
+        worst = max(faulted, key=lambda r: r.test.precision, default=None)
+        text = f"{worst.rule.label}: {worst.rule.text()}" if worst else "-"
+        value = worst.test.precision if worst else 0.0
+        gates.append(Gate("rule precision", "test pool", value, RULE_PRECISION, text))
     for m in models:
-        acc, rec = m.accuracy[POOLED], m.no_error_recall[POOLED]
-        if m.kind == "surface" and acc > SURFACE_ACCURACY:
-            failures.append(f"{m.name}: {POOLED} accuracy {acc:.2f} > {SURFACE_ACCURACY}")
-        if m.kind.startswith("text") and acc > TEXT_ACCURACY:
-            failures.append(f"{m.name}: {POOLED} accuracy {acc:.2f} > {TEXT_ACCURACY}")
-        if m.kind == "text balanced" and rec > TEXT_NO_ERROR_RECALL:
-            failures.append(
-                f"{m.name}: {POOLED} no_error recall {rec:.2f} > {TEXT_NO_ERROR_RECALL}"
-            )
-    return failures
+        for sample in (POOLED, HOLD):
+            if sample not in m.accuracy:
+                continue
+            acc, rec = m.accuracy[sample], m.no_error_recall[sample]
+            if m.kind == "surface":
+                gates.append(Gate(f"{m.name} accuracy", sample, acc, SURFACE_ACCURACY, "-"))
+            if m.kind.startswith("text"):
+                gates.append(Gate(f"{m.name} accuracy", sample, acc, TEXT_ACCURACY, "-"))
+            if m.kind == "text balanced":
+                gates.append(Gate(f"{m.name} ne recall", sample, rec, TEXT_NO_ERROR_RECALL, "-"))
+    for i, sample in enumerate(SIGNAL_SAMPLES if tokens else ()):
+        worst_token = max(tokens, key=lambda t: (t.train, t.test)[i].precision)
+        scored = (worst_token.train, worst_token.test)[i]
+        text = f"{scored.label}: {worst_token.token}"
+        gates.append(Gate("token precision", sample, scored.precision, TOKEN_PRECISION, text))
+    for sample in SIGNAL_SAMPLES if checks else ():
+        for level in CHECK_LEVELS:
+            worst_check = max(checks, key=lambda c: c.gate_value(sample, level))
+            label = worst_check.best[f"{sample} {level}"].label
+            value = worst_check.gate_value(sample, level)
+            text = f"{label}: {worst_check.name}"
+            gates.append(Gate(f"check precision {level}", sample, value, CHECK_PRECISION, text))
+    return gates
+
+
+def gate_failures(
+    rules: Sequence[RuleResult],
+    models: Sequence[ModelResult],
+    tokens: Sequence[TokenResult] = (),
+    checks: Sequence[CheckResult] = (),
+) -> list[str]:
+    return [
+        f"{g.name} on {g.sample}: {g.value:.2f} > {g.bound} ({g.worst})"
+        for g in all_gates(rules, models, tokens, checks)
+        if not g.holds
+    ]
 
 
 def print_rules(rules: Sequence[RuleResult], test_size: int) -> None:
@@ -182,31 +253,33 @@ def print_rules(rules: Sequence[RuleResult], test_size: int) -> None:
 
 
 def print_models(models: Sequence[ModelResult]) -> None:
-    print(f"(b)-(d) label accuracy; no_error recall and precision; gates use {POOLED}")
-    columns = [f"{s} {lv}".strip() for s in REPORT_SPLITS for lv in ("", *DIFFICULTIES)]
-    columns.append(POOLED)
     print(
-        f"| {'model':<22} | "
-        + " | ".join(f"{c:>7}" for c in columns)
-        + " | ne recall e/v/both | ne precision e/v/both |"
+        f"(b)-(d) label accuracy; no_error recall and precision on {POOLED} and {HOLD}; "
+        f"gates use {POOLED} and {HOLD}"
     )
-    print(f"|{'-' * 24}|" + "|".join("-" * 9 for _ in columns) + f"|{'-' * 20}|{'-' * 23}|")
+    columns = ["eval", "val", POOLED, *(f"{POOLED} {lv}" for lv in DIFFICULTIES), HOLD]
+    print(
+        f"| {'model':<28} | "
+        + " | ".join(f"{c.removeprefix(POOLED + ' '):>10}" for c in columns)
+        + " | ne recall e+v/hold | ne precision e+v/hold |"
+    )
+    print(f"|{'-' * 30}|" + "|".join("-" * 12 for _ in columns) + f"|{'-' * 20}|{'-' * 23}|")
     for m in models:
-        cells = " | ".join(f"{m.accuracy[c]:>7.2f}" for c in columns)
+        cells = " | ".join(f"{m.accuracy[c]:>10.2f}" for c in columns)
         rec, prec = m.no_error_recall, m.no_error_precision
         print(
-            f"| {m.name:<22} | {cells} | {rec['eval']:.2f}/{rec['val']:.2f}/{rec[POOLED]:.2f} "
-            f"| {prec['eval']:.2f}/{prec['val']:.2f}/{prec[POOLED]:.2f} |"
+            f"| {m.name:<28} | {cells} | {rec[POOLED]:>8.2f}/{rec[HOLD]:.2f}      "
+            f"| {prec[POOLED]:>11.2f}/{prec[HOLD]:.2f}      |"
         )
 
 
 def print_drivers(model: Fitted, names: Sequence[str], pooled: Sample) -> None:
-    """Where the logistic model's accuracy comes from: per class, its recall on eval+val and
+    """Where a logistic model's accuracy comes from: per class, its recall on eval+val and
     the features with the largest standardized weights (what the generator still gives away
     in combination, even when no single rule does)."""
     classifier = model.model.steps[-1][1]
     predicted = model.predict(pooled.X, pooled.texts)
-    print(f"logistic drivers: per class, recall on {POOLED} and the 3 heaviest features")
+    print(f"{model.name} drivers: per class, recall on {POOLED} and the 3 heaviest features")
     for k, label in enumerate(classifier.classes_):
         weights = classifier.coef_[k]
         top = np.argsort(-weights)[:3]
@@ -216,57 +289,109 @@ def print_drivers(model: Fitted, names: Sequence[str], pooled: Sample) -> None:
         print(f"  {label:<27} recall {hit:.2f} (n={int(mask.sum()):>2})  {drivers}")
 
 
+def print_gates(gates: Sequence[Gate]) -> None:
+    print("gates: margin = bound - value (negative: the gate broke)")
+    print(f"| {'gate':<38} | {'sample':<10} | value | bound | margin | {'worst':<60} | result |")
+    print(f"|{'-' * 40}|{'-' * 12}|-------|-------|--------|{'-' * 62}|--------|")
+    for g in gates:
+        print(
+            f"| {g.name:<38} | {g.sample:<10} | {g.value:>5.2f} | {g.bound:>5.2f} "
+            f"| {g.margin:>+6.2f} | {g.worst[:60]:<60} | {'pass' if g.holds else 'FAIL':<6} |"
+        )
+
+
+def _samples(
+    n: int, more: int, workers: int | None
+) -> tuple[dict[str, Sample], Sample, Sample, Sample, list[str]]:
+    """(model samples by name, the fitting sample, the heldout split, the test pool, names)."""
+    fit_rows = load("train", train_seeds(0, n), workers, deep=True)
+    names = feature_names(fit_rows)
+
+    def rows(split: str, seeds: Sequence[int]) -> list[Row]:
+        return load(split, seeds, workers, deep=True)
+
+    split_rows = {s: rows(s, split_seeds(s)) for s in (*REPORT_SPLITS, "heldout")}
+    hold_rows = rows("train", train_seeds(n, more))
+    both = split_rows["eval"] + split_rows["val"]
+    by_name = {"eval": split_rows["eval"], "val": split_rows["val"], POOLED: both, HOLD: hold_rows}
+    samples = {s: Sample(s, r, names) for s, r in by_name.items()}
+    heldout = Sample("heldout", split_rows["heldout"], names)
+    test = Sample("test pool", hold_rows + both + split_rows["heldout"], names)
+    return samples, Sample("train", fit_rows, names), heldout, test, names
+
+
+def _models(fit: Sample, samples: dict[str, Sample]) -> tuple[list[ModelResult], list[Driver]]:
+    """Every model's results, and the logistic models with the samples their drivers read."""
+    wide = feature_names(fit.rows, recorded=True)
+    wide_fit = Sample("train", fit.rows, wide)
+    wide_samples = {s: Sample(s, sample.rows, wide) for s, sample in samples.items()}
+    logistic = fit_logistic(fit.X, fit.y)
+    wide_logistic = fit_logistic(wide_fit.X, wide_fit.y)
+    wide_logistic.name = "logistic + inputs"
+    models = [
+        majority_result(fit, samples),
+        model_result(fit_tree(fit.X, fit.y), "surface", samples),
+        model_result(logistic, "surface", samples),
+        model_result(fit_tree(wide_fit.X, wide_fit.y), "surface", wide_samples, "tree + inputs"),
+        model_result(wide_logistic, "surface", wide_samples),
+        model_result(fit_text(fit.texts, fit.y), "text", samples),
+        model_result(fit_text(fit.texts, fit.y, balanced=True), "text balanced", samples),
+    ]
+    return models, [(logistic, samples[POOLED]), (wide_logistic, wide_samples[POOLED])]
+
+
+def _write_json(path: Path, gates: Sequence[Gate], **sections: Sequence[object]) -> None:
+    payload: dict[str, object] = {
+        "gates": [asdict(g) | {"margin": g.margin, "holds": g.holds} for g in gates]
+    }
+    for name, results in sections.items():
+        payload[name] = [
+            asdict(r) | ({"breaks_gate": r.breaks_gate} if hasattr(r, "breaks_gate") else {})
+            for r in results
+            if name != "tokens" or getattr(r, "breaks_gate", False)  # 2,000 tokens: the tells
+        ]
+    path.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
+
+
 def _main(argv: Sequence[str] | None) -> int:
     parser = Parser(prog="python -m checks.probe", description=__doc__.splitlines()[0])
     parser.add_argument("--train", type=positive_int, default=5000, help="fitting scenarios")
     parser.add_argument(
-        "--test-train", type=positive_int, default=1000, help="more train seeds to test rules on"
+        "--test-train", type=positive_int, default=1000, help="more train seeds to test on"
     )
     parser.add_argument("--workers", type=positive_int, help="generation processes")
-    parser.add_argument("--json", type=Path, help="also write every rule and model result here")
+    parser.add_argument("--json", type=Path, help="also write every result here")
     args = parser.parse_args(argv)
     started = time.monotonic()
-    fit_rows = load("train", train_seeds(0, args.train), args.workers)
-    names = feature_names(fit_rows)
-
-    def sample(name: str, rows: list[Row]) -> Sample:
-        return Sample(name, rows, names)
-
-    splits = {s: sample(s, load(s, split_seeds(s), args.workers)) for s in (*REPORT_SPLITS,)}
-    heldout = sample("heldout", load("heldout", split_seeds("heldout"), args.workers))
-    more = load("train", train_seeds(args.train, args.test_train), args.workers)
-    test = sample("test", more + splits["eval"].rows + splits["val"].rows + heldout.rows)
-    fit = sample("train", fit_rows)
-    pooled = {**splits, POOLED: sample(POOLED, splits["eval"].rows + splits["val"].rows)}
+    samples, fit, heldout, test, names = _samples(args.train, args.test_train, args.workers)
     generated = time.monotonic() - started
-    rules = rule_results(fit, test, heldout, splits)
-    logistic = fit_logistic(fit.X, fit.y)
-    models = [
-        majority_result(fit, pooled),
-        model_result(fit_tree(fit.X, fit.y), "surface", pooled),
-        model_result(logistic, "surface", pooled),
-        model_result(fit_text(fit.texts, fit.y), "text", pooled),
-        model_result(fit_text(fit.texts, fit.y, balanced=True), "text balanced", pooled),
-    ]
+    rules = rule_results(fit, test, heldout, {s: samples[s] for s in REPORT_SPLITS})
+    with one_thread():
+        models, drivers = _models(fit, samples)
+    signal_samples = dict(zip(SIGNAL_SAMPLES, (fit.rows + heldout.rows, test.rows), strict=True))
+    tokens = token_results(*signal_samples.values(), eval_priors())
+    checks = check_results(signal_samples, eval_priors())
     print(
-        f"shortcut probe: fitted on {len(fit)} train scenarios, {len(names)} surface features; "
-        f"eval {len(splits['eval'])}, val {len(splits['val'])}, rule test pool {len(test)} "
-        f"(generation {generated:.0f}s, total {time.monotonic() - started:.0f}s)"
+        f"shortcut probe: fitted on {len(fit)} train scenarios, {len(names)} surface features "
+        f"(+{drivers[1][1].X.shape[1] - len(names)} recorded-input values); eval "
+        f"{len(samples['eval'])}, val {len(samples['val'])}, {HOLD} {len(samples[HOLD])}, "
+        f"test pool {len(test)} (generation {generated:.0f}s, total "
+        f"{time.monotonic() - started:.0f}s)"
     )
     print_rules(rules, len(test))
     print_models(models)
-    print_drivers(logistic, names, pooled[POOLED])
-    failures = gate_failures(rules, models)
-    for line in failures:
-        print(f"GATE FAILED: {line}")
+    for model, pooled in drivers:
+        print_drivers(model, pooled.names, pooled)
+    print_tokens(tokens)
+    print_checks(checks, SIGNAL_SAMPLES)
+    gates = all_gates(rules, models, tokens, checks)
+    print_gates(gates)
+    failures = [g for g in gates if not g.holds]
+    for g in failures:
+        print(f"GATE FAILED: {g.name} on {g.sample}: {g.value:.2f} > {g.bound} ({g.worst})")
     print(f"probe: {'FAIL' if failures else 'pass'} ({len(failures)} gate failures)")
     if args.json:
-        payload = {
-            "rules": [asdict(r) | {"breaks_gate": r.breaks_gate} for r in rules],
-            "models": [asdict(m) for m in models],
-            "failures": failures,
-        }
-        args.json.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
+        _write_json(args.json, gates, rules=rules, models=models, tokens=tokens, checks=checks)
     return EXIT_FAILED if failures else 0
 
 

@@ -2,9 +2,11 @@
 
 Every feature is read from the public scenario database (the tables the agent's tools expose),
 never from the truth, and no record is compared with another: counts of rows, flags, currencies,
-local hours of timestamps, memo/notes present, event-type counts, payments per invoice. If one of
-these predicts a label, the world gives its answer away (design §1.2); `checks.probe` measures
-that. The label is read from the truth solely as the target a model is fitted to and scored on.
+local hours of timestamps, memo/notes present, event-type counts, payments per invoice; and,
+named `recorded_*`, the values of the invoices' recorded billing inputs (seats, rates, units,
+proration offsets). A deep row adds the fingerprint tokens and the comparison checks that fire.
+If one of these predicts a label, the world gives its answer away (design §1.2). The truth is
+read solely for the label (and the overcharged invoices) a model is fitted to and scored on.
 """
 
 from __future__ import annotations
@@ -14,15 +16,18 @@ import sqlite3
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 from functools import cache, cached_property
 from zoneinfo import ZoneInfo
 
 import numpy as np
 
+from checks.probe_comparisons import fired_checks
+from checks.probe_fingerprints import tokens_of
 from env.cli import map_seeds
 from env.generator import generate
 from env.labels import ROOT_CAUSES
+from env.money import parse_amount, parse_rate
 from env.scenario import reveal_truth
 from env.splits import split_assignment, split_seeds
 
@@ -43,6 +48,7 @@ INPUT_FLAGS = (  # invoice inputs fields whose mere presence could be a tell
     "coupon", "usage_units",
 )  # fmt: skip
 NIGHT = (22, 23, 0, 1)  # local hours "near midnight"
+RECORDED = "recorded_"  # the recorded-input value features: only in the surface+inputs models
 
 
 @cache
@@ -79,8 +85,64 @@ def features_of_database(image: bytes) -> dict[str, float]:
         db.close()
 
 
-def _features(db: sqlite3.Connection) -> dict[str, float]:
+def _spread(values: list[float], name: str) -> dict[str, float]:
+    return {
+        f"{RECORDED}{name}_max": max(values, default=0.0),
+        f"{RECORDED}{name}_min": min(values, default=0.0),
+        f"{RECORDED}{name}_values": float(len(set(values))),
+    }
+
+
+def _days(later: str | None, earlier: str | None) -> float | None:
+    if later is None or earlier is None:
+        return None
+    return float((date.fromisoformat(later) - date.fromisoformat(earlier)).days)
+
+
+def recorded_features(db: sqlite3.Connection) -> dict[str, float]:
+    """The values of the invoices' recorded inputs, summed up per scenario: each read from one
+    record only (a comparison with another record is a check of `checks.probe_comparisons`)."""
+    inputs = [json.loads(r[0]) for r in db.execute("SELECT inputs FROM invoices")]
+    metered = [i for i in inputs if i["plan"]["overage_unit_price"] != "0.00"]
+    used = [i for i in metered if i["usage_units"] is not None]
     f: dict[str, float] = {}
+    f.update(_spread([float(i["seats"]) for i in inputs], "seats"))
+    f.update(_spread([float(parse_amount(i["plan"]["unit_price"])) for i in inputs], "unit_price"))
+    f.update(_spread([float(parse_rate(i["tax_rate"])) for i in inputs], "tax_rate"))
+    f.update(_spread([float(parse_rate(i["fx_rate"])) for i in inputs], "fx_rate"))
+    f.update(_spread([float(i["usage_units"]) for i in used], "usage_units"))
+    ratios = [i["usage_units"] / max(1, i["plan"]["included_units"]) for i in used]
+    f.update(_spread(ratios, "usage_ratio"))
+    f[f"{RECORDED}included_zero_metered"] = float(
+        sum(i["plan"]["included_units"] == 0 for i in metered)
+    )
+    f[f"{RECORDED}plans"] = float(len({i["plan"]["plan_id"] for i in inputs}))
+    f[f"{RECORDED}jurisdictions"] = float(len({i["tax_jurisdiction"] for i in inputs}))
+    f[f"{RECORDED}fx_date_not_period_start"] = float(
+        sum(i["fx_rate_date"] != i["period_start"] for i in inputs)
+    )
+    coupons = [i["coupon"] for i in inputs if i["coupon"]]
+    percents = [float(parse_rate(c["percent_off"])) for c in coupons if c["percent_off"]]
+    f[f"{RECORDED}coupon_percent_max"] = max(percents, default=0.0)
+    f[f"{RECORDED}coupon_amount_off"] = float(sum(c["amount_off"] is not None for c in coupons))
+    f[f"{RECORDED}coupon_codes"] = float(len({c["coupon_code"] for c in coupons}))
+    offsets = {
+        "proration_start_offset": [_days(i["proration_start"], i["period_start"]) for i in inputs],
+        "proration_end_offset": [_days(i["period_end"], i["proration_end"]) for i in inputs],
+        "change_offset": [_days(i["period_start"], i["plan_change_date"]) for i in inputs],
+        "period_days": [_days(i["period_end"], i["period_start"]) for i in inputs],
+        "seats_delta": [
+            None if i["previous_seats"] is None else float(i["seats"] - i["previous_seats"])
+            for i in inputs
+        ],
+    }
+    for name, values in offsets.items():
+        f.update(_spread([v for v in values if v is not None], name))
+    return f
+
+
+def _features(db: sqlite3.Connection) -> dict[str, float]:
+    f = recorded_features(db)
     for table in TABLES:
         f[f"rows_{table}"] = _count(db, f"SELECT COUNT(*) FROM {table}")
     f.update(_customer(db))
@@ -208,6 +270,9 @@ class Row:
     difficulty: str
     complaint: str
     features: dict[str, float]
+    tokens: frozenset[str] = frozenset()  # deep rows only
+    fired: dict[str, frozenset[str]] = field(default_factory=dict)  # check -> records it flags
+    victims: frozenset[str] = frozenset()  # the overcharged invoices (truth, for scoring only)
 
 
 def row_of(split: str, seed: int) -> Row:
@@ -219,6 +284,22 @@ def row_of(split: str, seed: int) -> Row:
         scenario.complaint,
         features_of_database(scenario.database),
     )
+
+
+def deep_row_of(split: str, seed: int) -> Row:
+    """A row with the fingerprint tokens and the checks that fire (the probe's full read)."""
+    scenario = generate.__wrapped__(split, seed)
+    truth = reveal_truth(scenario)
+    db = sqlite3.connect(":memory:")
+    try:
+        db.deserialize(scenario.database)
+        features, tokens, fired = _features(db), tokens_of(db), fired_checks(db)
+    finally:
+        db.close()
+    return Row(
+        scenario.scenario_id, truth.label, scenario.difficulty, scenario.complaint, features,
+        tokens, fired, frozenset(truth.overcharges),
+    )  # fmt: skip
 
 
 @dataclass
@@ -249,17 +330,21 @@ class Sample:
         return len(self.rows)
 
 
-def load(split: str, seeds: Sequence[int], workers: int | None = None) -> list[Row]:
-    return map_seeds(row_of, split, seeds, workers)
+def load(
+    split: str, seeds: Sequence[int], workers: int | None = None, *, deep: bool = False
+) -> list[Row]:
+    return map_seeds(deep_row_of if deep else row_of, split, seeds, workers)
 
 
 def train_seeds(offset: int, count: int) -> list[int]:
     return split_seeds("train", offset + count)[offset:]
 
 
-def feature_names(rows: Sequence[Row]) -> list[str]:
-    """Every feature any fitting row has, sorted: a fixed column order for a run."""
-    return sorted({name for r in rows for name in r.features})
+def feature_names(rows: Sequence[Row], *, recorded: bool = False) -> list[str]:
+    """Every feature any fitting row has, sorted: a fixed column order for a run. The
+    recorded-input values only when asked (the surface+inputs models)."""
+    names = {name for r in rows for name in r.features}
+    return sorted(n for n in names if recorded or not n.startswith(RECORDED))
 
 
 def eval_priors() -> dict[str, float]:

@@ -1,21 +1,45 @@
 """`python -m checks.probe`: surface features read off the public tables, rules and gates.
 
 A planted tell (a feature that only one faulted class has) must be found by the rule search
-and must break the gate; a feature with no relation to the label must not. The command runs
-in-process on small sizes.
+and must break the gate; a feature with no relation to the label must not. Likewise a value
+shape injected into one class's databases is caught as a fingerprint, a comparison check that
+names one class at L2 breaks its gate, and every gate is printed with its margin. The command
+runs in-process on small sizes.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
-from checks.probe import POOLED, ModelResult, RuleResult, gate_failures, main
-from checks.probe_features import features_of_database
+from checks.probe import (
+    POOLED,
+    Gate,
+    ModelResult,
+    RuleResult,
+    all_gates,
+    gate_failures,
+    main,
+    print_gates,
+)
+from checks.probe_comparisons import CATALOGUE, fired_checks
+from checks.probe_features import (
+    RECORDED,
+    Row,
+    deep_row_of,
+    eval_priors,
+    feature_names,
+    features_of_database,
+)
+from checks.probe_fingerprints import mask, tokens_of, tokens_of_database
 from checks.probe_models import MIN_SUPPORT, at_prior, best_rule, measure
+from checks.probe_signals import check_results, token_results
 from env.generator import generate
+from env.labels import DIFFICULTIES, TRAIN_FAULT_LABELS
+from env.splits import split_assignment, split_seeds
 
 
 def test_features_are_counts_and_flags_read_off_the_public_tables() -> None:
@@ -98,7 +122,130 @@ def test_main_prints_the_table_on_small_sizes(capsys: pytest.CaptureFixture[str]
     assert code in (0, 1)
     assert "(a) best single-feature rule per class" in out
     assert "| bag-of-words balanced" in out and "| tree (depth 4)" in out
+    assert "| logistic + inputs" in out and "(e) fingerprint tokens" in out
+    assert "(f) one-comparison checks" in out and "gates: margin = bound - value" in out
     assert out.strip().splitlines()[-1].startswith("probe: ")
+
+
+def test_recorded_input_values_join_only_the_models_that_ask_for_them() -> None:
+    row = deep_row_of("eval", 100000)
+    assert any(name.startswith(RECORDED) for name in row.features)
+    assert not any(name.startswith(RECORDED) for name in feature_names([row]))
+    assert any(name.startswith(RECORDED) for name in feature_names([row], recorded=True))
+    assert row.tokens and isinstance(row.fired, dict)
+
+
+# fingerprints ------------------------------------------------------------------------------
+
+
+def test_a_mask_hides_digits_dates_ids_and_keeps_zero_apart() -> None:
+    line = "Usage overage, 2025-01-28 to 2025-02-28: 57235 units, 0 included, 12.50 USD"
+    assert mask(line) == "Usage overage, <date> to <date>: <n> units, <0> included, <n> USD"
+    assert mask("Team (PLN-TEAM) x 4 seats") == "Team (<id>) x <n> seats"
+    assert mask("2025-03-17T03:25:00Z") == "<time>"
+    assert (mask(None), mask(True), mask("at_period_end")) == ("null", "true", "at_period_end")
+
+
+def test_tokens_are_columns_json_key_paths_and_line_shapes() -> None:
+    tokens = tokens_of_database(generate("eval", 100000).database)
+    assert "subscription_events.type=created" in tokens
+    assert "invoices.inputs.plan.plan_id=<id>" in tokens
+    assert "subscription_events.details[created].plan_id=<id>" in tokens
+    assert any(t.startswith("invoice_lines.description~") for t in tokens)
+    assert not any(t.startswith("disputes.message") for t in tokens)  # the complaint
+
+
+def _with_tell(row: Row, seed: int) -> Row:
+    """The row's tokens once its database carries a key no correct world writes."""
+    db = sqlite3.connect(":memory:")
+    db.deserialize(generate("train", seed).database)
+    db.execute(
+        "UPDATE subscription_events SET details = json_set(details, '$.source', 'billing-v2') "
+        "WHERE seq = 1"
+    )
+    return replace(row, tokens=tokens_of(db))
+
+
+def test_a_fingerprint_injected_into_one_class_is_caught() -> None:
+    seeds = split_seeds("train", 80)
+    rows = [deep_row_of("train", seed) for seed in seeds]
+    target = max(TRAIN_FAULT_LABELS, key=[r.label for r in rows].count)
+    rows = [_with_tell(r, s) if r.label == target else r for r, s in zip(rows, seeds, strict=True)]
+    results = {t.token: t for t in token_results(rows, rows, eval_priors())}
+    tell = results["subscription_events.details.source=billing-v<n>"]
+    assert tell.breaks_gate and tell.train.label == target and tell.train.precision == 1.0
+    assert not results["subscription_events.type=created"].breaks_gate
+    gates = all_gates([], [], list(results.values()))
+    assert any(not g.holds and g.name == "token precision" for g in gates)
+
+
+# comparisons -------------------------------------------------------------------------------
+
+
+def test_the_catalogue_lists_at_least_twenty_named_comparisons() -> None:
+    assert len(CATALOGUE) >= 20
+    assert len({c.name for c in CATALOGUE}) == len(CATALOGUE)
+    assert all(c.compares and callable(c.check) for c in CATALOGUE)
+
+
+def test_a_check_is_quiet_on_a_correct_invoice_and_flags_a_changed_input() -> None:
+    seed = next(s for s in split_seeds("eval") if split_assignment("eval", s).label == "no_error")
+    db = sqlite3.connect(":memory:")
+    db.deserialize(generate("eval", seed).database)
+    pointed = {"seats_vs_timeline", "tax_rate_vs_table", "fx_rate_vs_issue_day_rate"}
+    assert not pointed & set(fired_checks(db))
+    invoice = db.execute("SELECT id FROM invoices ORDER BY period_start DESC").fetchone()[0]
+    db.execute(
+        "UPDATE invoices SET inputs = json_set(inputs, '$.seats', 999, '$.tax_rate', '0.5', "
+        "'$.fx_rate', '7.5') WHERE id = ?",
+        (invoice,),
+    )
+    fired = fired_checks(db)
+    assert all(fired[name] == {invoice} for name in pointed)
+
+
+def _rows_with_check() -> list[Row]:
+    """Hand-made rows: `plan_vs_timeline` fires on every L2 downgrade and nowhere else;
+    `succeeded_twice` fires everywhere."""
+    labels = [*TRAIN_FAULT_LABELS, "no_error", "no_error"]
+    rows = []
+    for i in range(720):
+        label, level = labels[i % len(labels)], DIFFICULTIES[(i // len(labels)) % 3]
+        fired = {"succeeded_twice": frozenset({"INV-A"})}
+        if label == "downgrade_not_applied" and level == "L2":
+            fired["plan_vs_timeline"] = frozenset({"INV-A"})
+        rows.append(Row(f"s{i}", label, level, "", {}, fired=fired, victims=frozenset({"INV-A"})))
+    return rows
+
+
+def test_a_check_with_precision_one_at_l2_breaks_its_gate() -> None:
+    rows = _rows_with_check()
+    results = {c.name: c for c in check_results({"train": rows, "test pool": rows}, eval_priors())}
+    precise = results["plan_vs_timeline"]
+    assert precise.gate_value("train", "L2") == 1.0 and precise.breaks_gate
+    assert precise.best["train L2"].label == "downgrade_not_applied" and precise.on_victim == 1.0
+    assert precise.gate_value("train", "L3") == 0.0  # it never fires there
+    assert not results["succeeded_twice"].breaks_gate
+    failed = [g for g in all_gates([], [], (), list(results.values())) if not g.holds]
+    assert {(g.name, g.sample) for g in failed} == {
+        ("check precision L2", "train"),
+        ("check precision L2", "test pool"),
+    }
+    assert "downgrade_not_applied: plan_vs_timeline" in failed[0].worst
+
+
+def test_every_gate_is_printed_with_value_bound_and_margin(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    gates = [
+        Gate("check precision L2", "train", 1.0, 0.85, "downgrade_not_applied: plan_vs_timeline"),
+        Gate("logistic accuracy", "eval+val", 0.33, 0.35, "-"),
+    ]
+    print_gates(gates)
+    out = capsys.readouterr().out
+    assert "|  1.00 |  0.85 |  -0.15 | downgrade_not_applied: plan_vs_timeline" in out
+    assert "|  0.33 |  0.35 |  +0.02 |" in out
+    assert out.count("FAIL") == 1 and out.count("pass") == 1
 
 
 def test_a_user_mistake_is_one_line_and_status_two(capsys: pytest.CaptureFixture[str]) -> None:
