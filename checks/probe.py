@@ -13,6 +13,10 @@ every gate is printed with its value, bound and margin, on every sample it is ch
   - fingerprint token: support >= 1% and precision > 0.5 for a faulted class (train; test pool),
   - comparison check at L2 or L3: support >= 1% and precision > 0.85 for a faulted class.
 Run: `python -m checks.probe [--train 5000] [--test-train 1000] [--workers N] [--json PATH]`.
+`--known checks/probe_known.json` (what CI runs) is a ratchet for the gates the world does not
+meet yet (issue 19): such a gate may keep failing, but not get worse than its recorded value by
+more than `KNOWN_SLACK`; any other failing gate still fails the probe. Without it, every broken
+gate fails.
 """
 
 from __future__ import annotations
@@ -54,7 +58,7 @@ from checks.probe_signals import (
     print_tokens,
     token_results,
 )
-from env.cli import EXIT_FAILED, Parser, positive_int, run_command
+from env.cli import EXIT_FAILED, Parser, UsageError, positive_int, run_command
 from env.labels import DIFFICULTIES, HELDOUT_LABEL, ROOT_CAUSES
 from env.splits import split_seeds
 
@@ -353,6 +357,77 @@ def _write_json(path: Path, gates: Sequence[Gate], **sections: Sequence[object])
     path.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
 
 
+KNOWN_SLACK = 0.03  # sampling noise of a 100-scenario split is about +-0.05 at worst
+
+
+@dataclass(frozen=True)
+class Known:
+    """The ratchet: gates the world does not meet yet, with their recorded values, and the
+    fingerprint tokens and comparison checks that break their gates today; nothing else may."""
+
+    gates: dict[tuple[str, str], float]
+    tokens: frozenset[str]
+    checks: frozenset[str]
+
+
+NOTHING_KNOWN = Known({}, frozenset(), frozenset())
+
+
+def load_known(path: Path) -> Known:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        gates = {(e["name"], e["sample"]): float(e["value"]) for e in data["gates"]}
+        return Known(gates, frozenset(data["tokens"]), frozenset(data["checks"]))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise UsageError(f"--known {path}: not a readable ratchet file ({exc})") from None
+
+
+def write_known(
+    path: Path, gates: Sequence[Gate], tokens: Sequence[TokenResult], checks: Sequence[CheckResult]
+) -> None:
+    payload = {
+        "why": "gates world v3 does not meet yet (issue 19); checks.probe --known keeps them from "
+        "getting worse and fails on any new broken gate, fingerprint token or comparison check",
+        "gates": [
+            {"name": g.name, "sample": g.sample, "value": round(g.value, 3)}
+            for g in gates
+            if not g.holds
+        ],
+        "tokens": sorted(t.token for t in tokens if t.breaks_gate),
+        "checks": sorted(c.name for c in checks if c.breaks_gate),
+    }
+    path.write_text(json.dumps(payload, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def judge(
+    gates: Sequence[Gate],
+    known: Known,
+    tokens: Sequence[TokenResult] = (),
+    checks: Sequence[CheckResult] = (),
+) -> list[str]:
+    """The failures that count: a broken gate not in `known` or worse than recorded, and any
+    token or check past its gate that `known` does not list."""
+    failures = []
+    for g in gates:
+        recorded = known.gates.get((g.name, g.sample))
+        if g.holds:
+            if recorded is not None:
+                print(f"FIXED: {g.name} on {g.sample} now holds; remove it from the known list")
+            continue
+        line = f"{g.name} on {g.sample}: {g.value:.2f} > {g.bound} ({g.worst})"
+        if recorded is not None and g.value <= recorded + KNOWN_SLACK:
+            print(f"known (not yet met, recorded {recorded:.2f}): {line}")
+        else:
+            worse = "" if recorded is None else f", worse than recorded {recorded:.2f}"
+            failures.append(line + worse)
+    if known.gates:  # a ratchet run: what breaks must already be on the list
+        failures += [f"new fingerprint token: {t.token}" for t in tokens
+                     if t.breaks_gate and t.token not in known.tokens]  # fmt: skip
+        failures += [f"new decisive comparison check: {c.name}" for c in checks
+                     if c.breaks_gate and c.name not in known.checks]  # fmt: skip
+    return failures
+
+
 def _main(argv: Sequence[str] | None) -> int:
     parser = Parser(prog="python -m checks.probe", description=__doc__.splitlines()[0])
     parser.add_argument("--train", type=positive_int, default=5000, help="fitting scenarios")
@@ -361,7 +436,10 @@ def _main(argv: Sequence[str] | None) -> int:
     )
     parser.add_argument("--workers", type=positive_int, help="generation processes")
     parser.add_argument("--json", type=Path, help="also write every result here")
+    parser.add_argument("--known", type=Path, help="ratchet: gates allowed to fail, not worsen")
+    parser.add_argument("--write-known", type=Path, help="write today's broken gates as a ratchet")
     args = parser.parse_args(argv)
+    known = load_known(args.known) if args.known else NOTHING_KNOWN
     started = time.monotonic()
     samples, fit, heldout, test, names = _samples(args.train, args.test_train, args.workers)
     generated = time.monotonic() - started
@@ -386,10 +464,16 @@ def _main(argv: Sequence[str] | None) -> int:
     print_checks(checks, SIGNAL_SAMPLES)
     gates = all_gates(rules, models, tokens, checks)
     print_gates(gates)
-    failures = [g for g in gates if not g.holds]
-    for g in failures:
-        print(f"GATE FAILED: {g.name} on {g.sample}: {g.value:.2f} > {g.bound} ({g.worst})")
-    print(f"probe: {'FAIL' if failures else 'pass'} ({len(failures)} gate failures)")
+    failures = judge(gates, known, tokens, checks)
+    if args.write_known:
+        write_known(args.write_known, gates, tokens, checks)
+    for line in failures:
+        print(f"GATE FAILED: {line}")
+    broken = sum(not g.holds for g in gates)
+    print(
+        f"probe: {'FAIL' if failures else 'pass'} ({len(failures)} gate failures; {broken} gates "
+        f"broken, {broken - len(failures)} of them known)"
+    )
     if args.json:
         _write_json(args.json, gates, rules=rules, models=models, tokens=tokens, checks=checks)
     return EXIT_FAILED if failures else 0
