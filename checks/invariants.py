@@ -16,6 +16,7 @@ from datetime import date
 from fractions import Fraction
 from itertools import pairwise
 
+from checks.timeline import timeline_problems
 from env.billing import compute_invoice, previous_period_start
 from env.calendar import utc_to_local_date
 from env.money import parse_rate
@@ -28,6 +29,7 @@ def world_problems(connection: sqlite3.Connection, faulted: set[str]) -> list[st
     problems: list[str] = []
     problems += world.causality()
     problems += world.continuity(faulted)
+    problems += timeline_problems(connection, world.local, faulted)
     for row in world.invoices:
         problems += world.engine_reproduces(row)
         if row["id"] not in faulted:

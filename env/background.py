@@ -12,12 +12,12 @@ them changes the truth: the story machinery bills them exactly like any other pe
 
 from __future__ import annotations
 
-from datetime import date, timedelta
+from datetime import date, time, timedelta
 
 from env.builder import WorldBuilder
-from env.calendar import days, local_to_utc
+from env.calendar import days, local_to_utc, utc_to_local_date
 from env.changes import earlier_credit, immediate_swap, late_days
-from env.story import Story
+from env.story import Story, later_stamp
 from env.world import Invoice, Plan
 
 FEATURE_RATE = {
@@ -142,10 +142,11 @@ def decorate_main(b: WorldBuilder, story: Story, skip: tuple[str, ...] = ()) -> 
     if one_price and _main_draw(b, "price_rise", skip):  # announced 30 days ahead
         k = b.rng.randint(1, story.periods - 1)
         b.raise_price(story.plan, story.period(k)[0], percent=b.rng.randint(4, 12))
-    seats_ok = story.plan.per_seat and not story.seat_changes and story.periods >= 2
+    seated = [k for k in range(story.periods - 1) if _per_seat_through(story, k)]
+    seats_ok = story.plan.per_seat and not story.seat_changes and seated
     if seats_ok and _main_draw(b, "seats", skip):
-        count = b.rng.randint(1, min(2, story.periods - 1))
-        for k in sorted(b.rng.sample(range(story.periods - 1), count)):
+        count = b.rng.randint(1, min(2, len(seated)))
+        for k in sorted(b.rng.sample(seated, count)):
             _seat_change(b, story, k)
     # usage in arrears is billed on the plan in force when its invoice's period starts
     # (env/README.md), so a swap between metered plans is billed like any other; a look-alike
@@ -164,6 +165,12 @@ def decorate_main(b: WorldBuilder, story: Story, skip: tuple[str, ...] = ()) -> 
     ends = story.cancel_effective is None and not story.plan.overage_unit_price_cents
     if ends and "canceled" not in kinds and _main_draw(b, "ended", skip):
         _cancel(b, story)
+
+
+def _per_seat_through(story: Story, k: int) -> bool:
+    """Seats can change in period k only while the plan is per-seat there and after it."""
+    start, end = story.period(k)
+    return all(story.plan_at(day).per_seat for day in (start, end - days(1), end))
 
 
 def _coupon_end(story: Story) -> tuple[date, bool] | None:
@@ -306,7 +313,10 @@ def _coupon(b: WorldBuilder, story: Story, first_paid: int) -> None:
     kind = b.pick(("once", "repeating", "forever"))
     k = b.rng.randint(first_paid, max(first_paid, story.periods - 2))
     start, end = story.period(k)
-    applied = start if k == first_paid else start + days(b.rng.randint(1, (end - start).days - 2))
+    # from the first paid period on: entered a few days before that period's invoice
+    applied = start + days(b.rng.randint(1, (end - start).days - 2))
+    if k == first_paid:
+        applied = start - days(b.rng.randint(1, 5)) if k else start
     coupon = b.new_coupon(
         duration=kind,
         periods=b.rng.randint(1, 3) if kind == "repeating" else None,
@@ -316,7 +326,11 @@ def _coupon(b: WorldBuilder, story: Story, first_paid: int) -> None:
     )
     story.coupon, story.coupon_from = coupon, applied
     story.sub.coupon_code = coupon.code
-    story.event(applied, b.work_time(), "coupon_applied", {"coupon_code": coupon.code})
+    details = {"coupon_code": coupon.code}
+    if k == 0:  # entered at signup: logged with the subscription, before its first invoice
+        story.event_at(story.sub.started_at, "coupon_applied", details)
+    else:
+        story.event(applied, b.work_time(), "coupon_applied", details)
 
 
 def _seat_change(b: WorldBuilder, story: Story, k: int) -> None:
@@ -356,11 +370,12 @@ def _cancel(b: WorldBuilder, story: Story) -> None:
     start, end = story.period(k)
     day = start + days(b.rng.randint(1, (end - start).days - 3))
     reason = b.pick(CANCEL_REASONS)
-    story.event(
+    asked = story.event(
         day, b.work_time(), "cancel_requested", {"effective": "at_period_end", "reason": reason}
     )
-    confirmed = day + days(b.rng.randint(0, 2))
-    story.event(confirmed, b.work_time(), "canceled", {"effective": "at_period_end"})
+    closes = local_to_utc(end, time(0, 0), story.timezone)
+    confirmed = later_stamp(asked, b.rng, before=closes)
+    story.event_at(confirmed, "canceled", {"effective": "at_period_end"})
     story.cancel_effective = end
     story.sub.status = "canceled"
 
@@ -377,10 +392,11 @@ PENDING_SKIP = {  # the fault's own signal: never a pending look-alike in that c
 }
 
 
-def pending_changes(b: WorldBuilder, story: Story, opened_day: date) -> list[str]:
+def pending_changes(b: WorldBuilder, story: Story, opened_at: str) -> list[str]:
     """Changes the customer made in the current period, which no invoice reflects yet (the next
     one will): a cancellation or a plan change at period end, an immediate plan change, a seat
     change, a coupon. They give every class the timeline signals of the lifecycle faults."""
+    opened_day = utc_to_local_date(opened_at, story.timezone)
     ks = story.billed_periods()
     if not ks or story.sub.status != "active" or story.cancel_effective is not None:
         return []
@@ -390,23 +406,28 @@ def pending_changes(b: WorldBuilder, story: Story, opened_day: date) -> list[str
         return []
     features = []
     plans = {p.id: p for p in b.draft.plans} if b.draft else {}
-    current = story.plan_at(start)
+    current = original = story.plan_at(start)
+    changed_on: date | None = None  # the day of a pending immediate plan change
     for feature, rate in PENDING_RATE.items():
         if b.rng.random() >= rate or b.label in PENDING_SKIP[feature]:
             continue
+        if feature == "withdrawn" and "pending_cancel" in features:
+            continue  # one cancellation story per period: asked and confirmed, or withdrawn
         if story.keeps_plan and feature in ("scheduled", "immediate"):
             continue
         day = first + days(b.rng.randint(0, (last - first).days))
         at = b.work_time()
         if feature == "cancel":
             details = {"effective": "at_period_end", "reason": b.pick(CANCEL_REASONS)}
-            story.event(day, at, "cancel_requested", details)
-            if b.rng.random() < 0.9:  # confirmed at once; the period runs out after the dispute
-                story.event(day, at, "canceled", {"effective": "at_period_end"})
+            asked = story.event(day, at, "cancel_requested", details)
+            if b.rng.random() < 0.9:  # confirmed soon after; the period runs out after the dispute
+                confirmed = later_stamp(asked, b.rng, before=opened_at)
+                story.event_at(confirmed, "canceled", {"effective": "at_period_end"})
         elif feature == "withdrawn":  # asked to cancel, then changed their mind
             details = {"effective": "at_period_end", "reason": b.pick(CANCEL_REASONS)}
-            story.event(day, at, "cancel_requested", details)
-            story.event(day, at, "renewed", {"cancel_request_withdrawn": True})
+            asked = story.event(day, at, "cancel_requested", details)
+            withdrawn = later_stamp(asked, b.rng, before=opened_at)
+            story.event_at(withdrawn, "renewed", {"cancel_request_withdrawn": True})
         elif feature in ("scheduled", "immediate"):
             others = [p for p in plans.values() if p.id != current.id]
             same = [p for p in others if p.per_seat == current.per_seat] or others
@@ -416,8 +437,12 @@ def pending_changes(b: WorldBuilder, story: Story, opened_day: date) -> list[str
             story.event(day, at, "plan_changed", details)
             if feature == "immediate":  # a scheduled change is still ahead: the plan stays
                 story.sub.plan_id = to.id
-                current = to
-        elif feature == "seats" and current.per_seat:
+                current, changed_on = to, day
+        elif (
+            feature == "seats"
+            and (current if changed_on is None or day > changed_on else original).per_seat
+            and current.per_seat
+        ):
             seats = story.sub.seats
             after = max(1, seats + b.pick((-2, -1, 1, 2, 4)))
             details = {"from_seats": seats, "to_seats": after if after != seats else seats + 1}

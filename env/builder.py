@@ -324,9 +324,19 @@ class WorldBuilder:
         if not plan.overage_unit_price_cents or start in story.usage or not start <= day < end:
             return
         share = (day - start).days / (end - start).days
-        units = int(plan.included_units * self.rng.uniform(0.6, 1.8) * share)
+        units = int(self.usage_level(story) * self.rng.uniform(0.6, 1.8) * share)
         story.sub.usage.append((start.isoformat(), end.isoformat(), units))
         story.sub.usage.sort()
+
+    def usage_level(self, story: Story) -> int:
+        """How much this customer uses in a typical period (design §1.1: a property of the
+        customer, not of the plan it ends a period on): drawn once, around the allowance of the
+        first metered plan it had."""
+        if not story.usage_level:
+            plans = [story.plan] + [p for _, p in sorted(story.plan_changes, key=lambda c: c[0])]
+            allowance = next((p.included_units for p in plans if p.included_units), 1000)
+            story.usage_level = max(1, int(allowance * self.rng.uniform(0.8, 1.25)))
+        return story.usage_level
 
     def record_usage(
         self, story: Story, k: int, *, low: float = 0.6, high: float = 1.8, units: int | None = None
@@ -334,9 +344,8 @@ class WorldBuilder:
         start, end = story.period(k)
         if start in story.usage:
             return
-        plan = story.plan_at(end - days(1))
         if units is None:
-            units = int(plan.included_units * self.rng.uniform(low, high))
+            units = int(self.usage_level(story) * self.rng.uniform(low, high))
         story.usage[start] = units
         story.sub.usage.append((start.isoformat(), end.isoformat(), units))
         story.sub.usage.sort()

@@ -7,6 +7,7 @@ Each change is recorded twice, as an effect on billing and as a UTC-stamped even
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any, Protocol
@@ -16,6 +17,24 @@ from env.billing import BillingInputs, CouponTerms, PlanTerms
 from env.calendar import add_months, local_to_utc
 from env.money import parse_rate
 from env.world import Coupon, Event, Invoice, Plan, Subscription
+
+
+def later_stamp(stamp: str, rng: random.Random, *, before: str | None = None) -> str:
+    """A person's reaction time after `stamp`: minutes, hours or a day or two (design §1.2:
+    human intervals), and strictly before `before` when given (the dispute, a period end)."""
+    moment = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    shape = rng.random()
+    if shape < 0.5:
+        gap = timedelta(minutes=rng.randint(10, 180))
+    elif shape < 0.8:
+        gap = timedelta(hours=rng.randint(3, 20), minutes=rng.randint(0, 59))
+    else:
+        gap = timedelta(days=rng.randint(1, 2), minutes=rng.randint(0, 600))
+    if before is not None:
+        limit = datetime.strptime(before, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+        if moment + gap >= limit:
+            gap = max(timedelta(minutes=10), (limit - moment) / 2)
+    return (moment + gap).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def plan_terms(plan: Plan, on: date) -> PlanTerms:
@@ -58,6 +77,7 @@ class Story:
     cancel_effective: date | None = None
     usage: dict[date, int] = field(default_factory=dict)
     trial_invoice: Invoice | None = None
+    usage_level: int = 0  # the customer's typical units per period, whatever the plan
     keeps_plan: bool = False  # a look-alike about this plan's price: no pending plan change
 
     def time_of_day(self) -> time:
@@ -77,6 +97,12 @@ class Story:
 
     def event(self, day: date, at: time, kind: str, details: dict[str, Any]) -> str:
         stamp = local_to_utc(day, at, self.timezone)
+        self.sub.events.append(Event(stamp, kind, details))
+        self.sub.events.sort(key=lambda e: e.occurred_at)
+        return stamp
+
+    def event_at(self, stamp: str, kind: str, details: dict[str, Any]) -> str:
+        """An event at a UTC moment (a confirmation or withdrawal some time after a request)."""
         self.sub.events.append(Event(stamp, kind, details))
         self.sub.events.sort(key=lambda e: e.occurred_at)
         return stamp

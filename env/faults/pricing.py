@@ -190,13 +190,19 @@ def usage_overage_miscalculated(b: WorldBuilder) -> FaultOutcome:
         factor = b.rng.uniform(0.6, 1.8)  # over half the allowance: doubling always overcharges
         if k in decoy_ks:
             spike = shapes[decoy_ks.index(k)] == "spike"
-            factor = b.rng.uniform(2.2, 3.0) if spike else b.rng.uniform(0.3, 0.9)
-        included = story.plan_at(starts[k + 1]).included_units  # the invoice that bills it
-        b.record_usage(story, k, units=int(included * factor))
+            factor = b.rng.uniform(2.2, 3.0) if spike else b.rng.uniform(0.4, 0.9)
+        # the customer's volume, whatever the plan (design §1.1)
+        b.record_usage(story, k, units=int(b.usage_level(story) * factor))
     invoices = b.bill(story)
     by_start = invoices_by_start(invoices)
-    victims = [by_start[starts[k + 1]] for k in _run(b, [k for k in range(n) if k not in decoy_ks])]
     variant = b.pick(("double_counted", "included_not_subtracted"))
+    # after a change to a plan with a far larger allowance, doubling may still be included
+    free = [k for k in range(n) if k not in decoy_ks]
+    hit = [k for k in free if _fault_overcharges(by_start[starts[k + 1]], variant)]
+    if not hit:  # no period uses half the allowance: the allowance was dropped instead
+        variant = "included_not_subtracted"
+        hit = [k for k in free if _fault_overcharges(by_start[starts[k + 1]], variant)] or free
+    victims = [by_start[starts[k + 1]] for k in _run(b, hit)]
     evidence = []
     for invoice in victims:
         units = invoice.billed.usage_units or 0
@@ -228,6 +234,17 @@ def usage_overage_miscalculated(b: WorldBuilder) -> FaultOutcome:
         traps=[f"usage_{shape}_decoy" for shape in shapes],
         variant=variant,
     )
+
+
+def _fault_overcharges(invoice: Invoice, variant: str) -> bool:
+    """Whether the usage fault on this invoice bills more than its correct inputs."""
+    billed = invoice.billed
+    units = billed.usage_units or 0
+    if variant == "double_counted":
+        wrong = replace(billed, usage_units=2 * units)
+    else:
+        wrong = replace(billed, plan=replace(billed.plan, included_units=0))
+    return compute_invoice(wrong).total_cents > compute_invoice(billed).total_cents
 
 
 def _usage_summary(story: Story, victims: list[Invoice], variant: str) -> str:
