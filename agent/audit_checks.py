@@ -391,11 +391,16 @@ def usage_overage_miscalculated(ev: Evidence) -> list[Candidate]:
         timeline = ev.timelines.get(str(summary.get("subscription_id")), {})
         if not isinstance(units, int):
             continue
-        records = [  # usage is billed in arrears: the record of the period ending at start
-            u.get("units")
+        before = previous_period_start(start).isoformat()
+        parts = [  # usage is billed in arrears: the records of the period ending at start,
+            u.get("units")  # two parts when the plan changed inside it
             for u in listed(timeline.get("usage"))
-            if isinstance(u, dict) and u.get("period_end") == start.isoformat()
+            if isinstance(u, dict)
+            and before <= str(u.get("period_start")) < start.isoformat()
+            and str(u.get("period_end")) <= start.isoformat()
         ]
+        counted = [p for p in parts if isinstance(p, int)]
+        records = [sum(counted)] if counted and len(counted) == len(parts) else []
         terms = mapping(timeline.get("plan"))
         included = terms.get("included_units")
         invoice_id = summary["invoice_id"]

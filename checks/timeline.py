@@ -13,7 +13,7 @@ import json
 import sqlite3
 from datetime import UTC, datetime, timedelta
 
-WITHDRAWAL_MIN = timedelta(minutes=10)  # a person reconsiders: not in the same second
+WITHDRAWAL_MIN = timedelta(minutes=1)  # a person reconsiders: not in the same second
 WITHDRAWAL_MAX = timedelta(days=14)
 USAGE_SPREAD = 8.0  # largest / smallest usage of one subscription's finished periods
 
@@ -37,14 +37,15 @@ def timeline_problems(db: sqlite3.Connection, local: object, faulted: set[str]) 
             "SELECT * FROM invoices WHERE subscription_id = ? ORDER BY issued_at", (sub["id"],)
         ).fetchall()
         usage = db.execute(  # finished periods only: the running one is a part so far
-            "SELECT units FROM usage_records WHERE subscription_id = ? AND period_end < ?",
+            "SELECT * FROM usage_records WHERE subscription_id = ? AND period_end < ? "
+            "ORDER BY period_start",
             (sub["id"], opened),
         ).fetchall()
         problems += _order(sub, events)
         problems += _per_seat_only(sub, events, plans)
         problems += _reflected_after(sub, events, invoices, local, faulted)
         problems += _anchor(sub, invoices)
-        problems += _usage_spread(sub, [u["units"] for u in usage])
+        problems += _usage_spread(sub, _per_period(sub, usage))
     return problems
 
 
@@ -145,6 +146,17 @@ def _anchor(sub: sqlite3.Row, invoices: list[sqlite3.Row]) -> list[str]:
     anchor = sub["billing_anchor_day"]
     wrong = sorted({r["period_start"] for r in invoices if int(r["period_start"][8:]) != anchor})
     return [f"{sub['id']}: anchor day {anchor} but periods start {wrong}"] if wrong else []
+
+
+def _per_period(sub: sqlite3.Row, usage: list[sqlite3.Row]) -> list[int]:
+    """Units per period: a record starting off the anchor day is the second part of one."""
+    totals: list[int] = []
+    for u in usage:
+        if totals and int(u["period_start"][8:]) != sub["billing_anchor_day"]:
+            totals[-1] += u["units"]
+        else:
+            totals.append(u["units"])
+    return totals
 
 
 def _usage_spread(sub: sqlite3.Row, units: list[int]) -> list[str]:

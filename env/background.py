@@ -12,9 +12,10 @@ them changes the truth: the story machinery bills them exactly like any other pe
 
 from __future__ import annotations
 
+import unicodedata
 from datetime import date, time, timedelta
 
-from env.builder import WorldBuilder
+from env.builder import WorldBuilder, data
 from env.calendar import days, local_to_utc, utc_to_local_date
 from env.changes import earlier_credit, immediate_swap, late_days
 from env.story import Story, later_stamp
@@ -71,8 +72,7 @@ def decorate_second(b: WorldBuilder, plans: dict[str, Plan]) -> tuple[Story, lis
         features.append("extended_trial")
     first_paid = 1 if trial else 0
     if _draw(b, "ordered_by"):
-        who = b.customer.email.split("@")[0] + ".admin@" + b.customer.email.split("@")[1]
-        story.sub.events[0].details["ordered_by"] = who
+        story.sub.events[0].details["ordered_by"] = ordered_by(b)
         features.append("ordered_by")
     if _draw(b, "coupon"):
         _coupon(b, story, first_paid)
@@ -106,6 +106,17 @@ def decorate_second(b: WorldBuilder, plans: dict[str, Plan]) -> tuple[Story, lis
         _cancel(b, story)
         features.append("cancel")
     return story, features
+
+
+def ordered_by(b: WorldBuilder) -> str:
+    """Who at the customer's company ordered a subscription: an admin account or a colleague.
+    One pool of shapes for every class (design §1.2: no fingerprints)."""
+    local, domain = b.customer.email.split("@")
+    if b.rng.random() < 0.5:
+        return f"{local}.admin@{domain}"
+    pool = data("name_pools.json")[b.name_pool]
+    name = unicodedata.normalize("NFKD", b.pick(pool["first"])).encode("ascii", "ignore").decode()
+    return f"{name.lower()}@{domain}"
 
 
 MAIN_RATE = {"coupon": 0.45, "seats": 0.85, "swap": 0.85, "withdrawn": 0.3, "ended": 0.45}
@@ -365,8 +376,13 @@ def _plan_change(b: WorldBuilder, story: Story, day: date, to: Plan, effective: 
 
 
 def _cancel(b: WorldBuilder, story: Story) -> None:
-    """Canceled at the end of its last period: no invoice after it, status canceled."""
+    """Canceled at the end of its last period: no invoice after it, status canceled. Or, as
+    often as the fault's partial form, asked in the period before to end on a date inside the
+    last one, which is billed up to that date (`proration_end`)."""
     k = story.periods - 1
+    if b.rng.random() < DATED_CANCEL_RATE and _room_for_dated_cancel(story, k):
+        _cancel_on_date(b, story, k)
+        return
     start, end = story.period(k)
     day = start + days(b.rng.randint(1, (end - start).days - 3))
     reason = b.pick(CANCEL_REASONS)
@@ -377,6 +393,39 @@ def _cancel(b: WorldBuilder, story: Story) -> None:
     confirmed = later_stamp(asked, b.rng, before=closes)
     story.event_at(confirmed, "canceled", {"effective": "at_period_end"})
     story.cancel_effective = end
+    story.sub.status = "canceled"
+
+
+DATED_CANCEL_RATE = 0.35  # cancellations that end on a date rather than at a period end
+
+
+def _room_for_dated_cancel(story: Story, k: int) -> bool:
+    """Periods k-1 and k are paid, free of plan changes (a downgrade's credit could exceed the
+    prorated charge) and of other cancellation requests (one would read as withdrawing it)."""
+    if k < 1 or story.period(k - 1)[0] < (story.trial_end or story.anchor):
+        return False
+    first = story.period(k - 1)[0]
+    if any(d >= first for d, _ in story.plan_changes):
+        return False
+    since = (first - days(1)).isoformat()
+    return not any(
+        e.type in ("cancel_requested", "renewed", "plan_changed") and e.occurred_at[:10] >= since
+        for e in story.sub.events
+    )
+
+
+def _cancel_on_date(b: WorldBuilder, story: Story, k: int) -> None:
+    """Asked inside period k-1 to end on a date inside period k: invoice k is prorated."""
+    before_start, before_end = story.period(k - 1)
+    day = before_start + days(b.rng.randint(1, (before_end - before_start).days - 8))
+    start, end = story.period(k)
+    ends = start + days(b.rng.randint(3, (end - start).days - 3))
+    details = {"effective": ends.isoformat(), "reason": b.pick(CANCEL_REASONS)}
+    asked = story.event(day, b.work_time(), "cancel_requested", details)
+    closes = local_to_utc(before_end, time(0, 0), story.timezone)
+    confirmed = later_stamp(asked, b.rng, before=closes)
+    story.event_at(confirmed, "canceled", {"effective": ends.isoformat()})
+    story.cancel_effective = ends
     story.sub.status = "canceled"
 
 

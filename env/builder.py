@@ -36,6 +36,7 @@ METHODS = {
 CERTIFICATE_RATE = 0.8  # customers with an exemption certificate outside tax_exempt_charged
 MAIN_TRIAL_RATE = 0.85  # main subscriptions that start with their plan's free trial
 EXTENDED_TRIAL_RATE = 0.3  # of those, trials support extended (they still end in period 0)
+ZERO_ALLOWANCE_RATE = 0.2  # Growth plans with no included units (pay as you go)
 FAILED_ATTEMPT_RATE = 0.12  # a declined first attempt and a successful retry
 
 
@@ -224,7 +225,7 @@ class WorldBuilder:
                 name=spec["name"],
                 per_seat=spec["per_seat"],
                 trial_days=spec["trial_days"],
-                included_units=self.rng.randrange(*spec["included"]) // 100 * 100 if metered else 0,
+                included_units=self._allowance(spec) if metered else 0,
                 overage_unit_price_cents=self.rng.randint(*spec["overage_cents"]) if metered else 0,
                 unit_name=spec.get("unit"),
                 prices=[(price, "2023-01-01", None)],
@@ -239,6 +240,14 @@ class WorldBuilder:
         assert self.draft is not None
         self.draft.plans = list(plans.values())
         return plans
+
+    def _allowance(self, spec: dict[str, Any]) -> int:
+        """Included units per period; the smaller metered plan is sometimes pure pay-as-you-go
+        (an allowance of 0 is a real price, not only the usage fault's mistake)."""
+        units = self.rng.randrange(*spec["included"]) // 100 * 100
+        if spec["key"] == "GROWTH" and self.rng.random() < ZERO_ALLOWANCE_RATE:
+            return 0
+        return units
 
     def raise_price(self, plan: Plan, effective: date, *, percent: int) -> None:
         """A legitimate, announced price change (a no-error look-alike)."""
@@ -347,7 +356,16 @@ class WorldBuilder:
         if units is None:
             units = int(self.usage_level(story) * self.rng.uniform(low, high))
         story.usage[start] = units
-        story.sub.usage.append((start.isoformat(), end.isoformat(), units))
+        changes = [d for d, _ in story.plan_changes if start < d < end]
+        if changes:  # recorded in two parts, each billed on its own plan (design §1.1)
+            change = max(changes)
+            share = (change - start).days / (end - start).days * self.rng.uniform(0.8, 1.2)
+            part = min(units, int(units * share))
+            story.usage_before_change[start] = part
+            story.sub.usage.append((start.isoformat(), change.isoformat(), part))
+            story.sub.usage.append((change.isoformat(), end.isoformat(), units - part))
+        else:
+            story.sub.usage.append((start.isoformat(), end.isoformat(), units))
         story.sub.usage.sort()
 
     def bill(self, story: Story) -> list[Invoice]:

@@ -47,6 +47,7 @@ def generate(split: str, seed: int) -> Scenario:
     add_decoys(builder, outcome)
     for story in builder.stories:  # periods start on the anchor day (after a trial too)
         story.sub.anchor_day = story.anchor.day
+        story.sub.events.sort(key=lambda e: e.occurred_at)  # a trial extended after the fact
     draft = builder.draft
     assert draft is not None
     opened_at = open_dispute(builder)

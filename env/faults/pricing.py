@@ -199,8 +199,8 @@ def usage_overage_miscalculated(b: WorldBuilder) -> FaultOutcome:
     # after a change to a plan with a far larger allowance, doubling may still be included
     free = [k for k in range(n) if k not in decoy_ks]
     hit = [k for k in free if _fault_overcharges(by_start[starts[k + 1]], variant)]
-    if not hit:  # no period uses half the allowance: the allowance was dropped instead
-        variant = "included_not_subtracted"
+    if not hit:  # e.g. no period uses half the allowance, or there is none to drop
+        variant = "included_not_subtracted" if variant == "double_counted" else "double_counted"
         hit = [k for k in free if _fault_overcharges(by_start[starts[k + 1]], variant)] or free
     victims = [by_start[starts[k + 1]] for k in _run(b, hit)]
     evidence = []
