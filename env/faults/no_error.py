@@ -326,7 +326,7 @@ def usage_overage(b: WorldBuilder) -> FaultOutcome:
     story = _story(b, plan, minimum=2, trial_ok=True)
     k = b.rng.randrange(story.periods - 1)
     start, end = story.period(k)
-    units = int(plan.included_units * b.rng.uniform(1.3, 2.4))
+    units = int((plan.included_units or b.usage_level(story)) * b.rng.uniform(1.3, 2.4))
     b.record_usage(story, k, units=units)
     b.fill_usage(story)
     traps: list[str] = []

