@@ -158,6 +158,12 @@ class _World:
             problems.append("usage units differ from the usage record")
         parts = self._usage_parts(row)
         split = inputs.usage_units_before_change
+        change = inputs.plan_change_date
+        before = previous_period_start(inputs.period_start)
+        crossed = change is not None and inputs.previous_plan is not None
+        inside = crossed and before < change < inputs.period_start  # type: ignore[operator]
+        if inputs.usage_units is not None and inside and len(parts) != 2:
+            problems.append("usage across a plan change is not split at the change")
         if inputs.usage_units is not None and split != (parts[0] if len(parts) == 2 else None):
             problems.append("usage split differs from the usage records around the change")
         return problems

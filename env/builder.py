@@ -356,16 +356,25 @@ class WorldBuilder:
         if units is None:
             units = int(self.usage_level(story) * self.rng.uniform(low, high))
         story.usage[start] = units
-        changes = [d for d, _ in story.plan_changes if start < d < end]
-        if changes:  # recorded in two parts, each billed on its own plan (design §1.1)
-            change = max(changes)
+        story.sub.usage.append((start.isoformat(), end.isoformat(), units))
+        self.split_usage(story)
+
+    def split_usage(self, story: Story) -> None:
+        """Usage of a period with an immediate plan change inside it is recorded in two parts
+        split at the change, each billed on its own plan (design §1.1). Runs again when a
+        change is added after the usage was recorded (the background comes later)."""
+        for k in range(story.periods):
+            start, end = story.period(k)
+            changes = [d for d, _ in story.plan_changes if start < d < end]
+            if not changes or start not in story.usage or start in story.usage_before_change:
+                continue
+            units, change = story.usage[start], max(changes)
             share = (change - start).days / (end - start).days * self.rng.uniform(0.8, 1.2)
             part = min(units, int(units * share))
             story.usage_before_change[start] = part
+            story.sub.usage.remove((start.isoformat(), end.isoformat(), units))
             story.sub.usage.append((start.isoformat(), change.isoformat(), part))
             story.sub.usage.append((change.isoformat(), end.isoformat(), units - part))
-        else:
-            story.sub.usage.append((start.isoformat(), end.isoformat(), units))
         story.sub.usage.sort()
 
     def bill(self, story: Story) -> list[Invoice]:
@@ -373,6 +382,7 @@ class WorldBuilder:
         at the subscription's time of day; the first paid one of a trial when it ends), plus the
         trial's zero invoice, and pays each. Returns the period invoices in period order."""
         assert self.draft is not None
+        self.split_usage(story)
         if story.trial_end is not None and story.trial_invoice is None:
             story.trial_invoice = self.issue(story, story.trial_inputs(self), story.sub.started_at)
         invoices = [self.bill_period(story, k) for k in story.billed_periods()]

@@ -16,6 +16,7 @@ from env.calendar import utc_to_local_date
 from env.generator import generate
 from env.ledger_env import open_database
 from env.scenario import reveal_truth
+from env.splits import spec
 
 
 @pytest.fixture
@@ -113,3 +114,27 @@ def test_usage_that_jumps_with_the_plan_is_flagged(world: sqlite3.Connection) ->
     ):
         world.execute("INSERT INTO usage_records VALUES (?,?,?,?)", (sub, start, end, units))
     assert any("to 10000000 units" in p for p in _problems(world))
+
+
+def test_usage_across_a_plan_change_kept_whole_is_flagged() -> None:
+    from checks.invariants import world_problems
+
+    for seed in range(spec("train").first_seed, spec("train").first_seed + 200):
+        scenario = generate("train", seed)
+        db = open_database(scenario.database)
+        db.row_factory = sqlite3.Row
+        split = db.execute(
+            "SELECT id, subscription_id, inputs FROM invoices "
+            "WHERE inputs NOT LIKE '%\"usage_units_before_change\":null%'"
+        ).fetchone()
+        if split is None:
+            continue
+        faulted = set(reveal_truth(scenario).overcharges)
+        if split["id"] in faulted:
+            continue
+        db.execute(
+            "DELETE FROM usage_records WHERE subscription_id = ?", (split["subscription_id"],)
+        )
+        assert any("not split at the change" in p for p in world_problems(db, faulted))
+        return
+    pytest.fail("no split usage period in 200 train worlds")
