@@ -27,6 +27,7 @@ from agent.audit_evidence import (
     rate,
 )
 from env.billing import previous_period_start
+from env.calendar import fx_day
 
 TIMEZONE_LABEL = "timezone_period_boundary"
 # Which side of 1 a USD -> currency rate sits on: an analyst's sanity band, not scenario data.
@@ -439,6 +440,7 @@ def _fx_rows(ev: Evidence) -> list[tuple[Json, Json, Decimal]]:
 
 
 def _fx_suspect(inputs: Json, issued: str, value: Decimal, median: Decimal) -> str | None:
+    issued = fx_day(date.fromisoformat(issued)).isoformat()  # weekends: the Friday's rate
     if inputs.get("fx_rate_date") != issued:
         return f"the rate of {inputs.get('fx_rate_date')}, not of its issue day {issued}"
     below = FX_BELOW_ONE.get(str(inputs.get("currency")))
@@ -457,7 +459,7 @@ def currency_conversion_error(ev: Evidence, *, sweep: bool = False) -> list[Cand
     median = Decimal(statistics.median(value for _, _, value in rows))
     found = []
     for summary, inputs, value in rows:
-        issued = ev.issue_day(summary)
+        issued = fx_day(date.fromisoformat(ev.issue_day(summary))).isoformat()
         why = _fx_suspect(inputs, issued, value, median)
         if (why is None) != sweep:
             continue

@@ -18,7 +18,7 @@ from itertools import pairwise
 
 from checks.timeline import timeline_problems
 from env.billing import compute_invoice, previous_period_start
-from env.calendar import utc_to_local_date
+from env.calendar import fx_day, utc_to_local_date
 from env.money import parse_rate
 from env.records import inputs_from_json
 
@@ -150,9 +150,13 @@ class _World:
         rate = self._tax_rate(jurisdiction, day)
         if not inputs.tax_exempt and inputs.tax_rate != rate:
             problems.append(f"tax rate {inputs.tax_rate} is not the rate {rate} in force on {day}")
-        if inputs.fx_rate_date != day:
+        if inputs.fx_rate_date != fx_day(day):
             problems.append(f"fx rate of {inputs.fx_rate_date}, not of the issue day {day}")
-        elif inputs.fx_rate != self._fx(inputs.currency, day):
+        elif self.fx and any(
+            date.fromisoformat(d).weekday() >= 5 for (quote, d) in self.fx if quote
+        ):
+            problems.append("an fx rate is recorded on a weekend")
+        elif inputs.fx_rate != self._fx(inputs.currency, fx_day(day)):
             problems.append(f"fx rate {inputs.fx_rate} is not the rate recorded for {day}")
         if inputs.usage_units is not None and inputs.usage_units != self._usage_record(row):
             problems.append("usage units differ from the usage record")

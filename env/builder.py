@@ -17,7 +17,7 @@ from importlib import resources
 from typing import Any
 
 from env.billing import BillingInputs
-from env.calendar import add_months, days, local_to_utc, utc_stamp
+from env.calendar import add_months, days, fx_day, local_to_utc, utc_stamp
 from env.money import format_rate, parse_rate
 from env.story import Story, plan_terms
 from env.world import Coupon, Customer, Invoice, Payment, Plan, Subscription, WorldDraft
@@ -189,8 +189,8 @@ class WorldBuilder:
         in force on the issue date, the exemption if its window covers it)."""
         return {
             "currency": self.customer.currency,
-            "fx_rate": self.fx_on(issued),
-            "fx_rate_date": issued,
+            "fx_rate": self.fx_on(fx_day(issued)),
+            "fx_rate_date": fx_day(issued),
             "tax_jurisdiction": self.customer.tax_jurisdiction,
             "tax_rate": self.tax_rate_on(issued),
             "tax_exempt": self.exempt_on(issued),
@@ -200,6 +200,7 @@ class WorldBuilder:
         currency = self.customer.currency
         if currency == "USD":
             return Fraction(1)
+        day = fx_day(day)  # no rate is published on a weekend
         key = day.isoformat()
         if key not in self.fx:
             base = parse_rate(data("catalog.json")["fx_base"][currency])

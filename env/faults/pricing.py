@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo
 from env.background import decorate_main
 from env.billing import compute_invoice
 from env.builder import WorldBuilder, data
-from env.calendar import days
+from env.calendar import days, fx_day
 from env.faults.base import FaultOutcome, recompute
 from env.faults.common import (
     invoice_words,
@@ -299,7 +299,7 @@ def currency_conversion_error(b: WorldBuilder) -> FaultOutcome:
     jump: int | None = None
     if b.difficulty == "L3" or (b.difficulty == "L2" and b.rng.random() < 0.5):
         jump = b.rng.randrange(n)  # a real, larger move of the rate: billed correctly
-        _put_fx(b, starts[jump], base * (1 + Fraction(b.rng.randint(450, 600), 10000)))
+        _put_fx(b, fx_day(starts[jump]), base * (1 + Fraction(b.rng.randint(450, 600), 10000)))
     decorate_main(b, story)
     invoices = b.bill(story)
     by_start = invoices_by_start(invoices)
@@ -336,7 +336,7 @@ def currency_conversion_error(b: WorldBuilder) -> FaultOutcome:
     )
     decoys: list[Invoice] = []
     if jump is not None:  # its rate is unusually high, and right: the rate of its own day
-        decoy, jump_day = by_start[starts[jump]], starts[jump].isoformat()
+        decoy, jump_day = by_start[starts[jump]], fx_day(starts[jump]).isoformat()
         decoys.append(decoy)
         evidence.append(recompute(decoy, fx_rate_date=jump_day))
         summary += (
@@ -381,11 +381,13 @@ def _wrong_day(b: WorldBuilder, invoice: Invoice) -> tuple[date, Fraction]:
     known = sorted(date.fromisoformat(d) for d in b.fx if d <= latest)
     tries = list(reversed(known)) + [start - days(b.rng.randint(2, 31)) for _ in range(4)]
     for day in tries:
+        if day.weekday() >= 5 or day == invoice.billed.fx_rate_date:
+            continue  # a weekend has no rate; the right day is no mistake
         rate = b.fx_on(day)
         if _overcharges(invoice, rate, day):
             return day, rate
     day = start - days(b.rng.randint(2, 31))
-    while day.isoformat() in b.fx:
+    while day.isoformat() in b.fx or day.weekday() >= 5:
         day -= days(1)
     _put_fx(b, day, invoice.billed.fx_rate * (1 + Fraction(b.rng.randint(150, 400), 10000)))
     return day, b.fx_on(day)

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from env.billing import previous_period_start
-from env.calendar import utc_to_local_date
+from env.calendar import fx_day, utc_to_local_date
 from env.money import parse_amount
 from env.scenario import reveal_truth
 from tests.env.fault_support import LEVELS, Tools, all_levels, check_reference, scenarios
@@ -212,7 +212,8 @@ def test_overcharged_conversions_used_another_days_rate_or_the_inverse() -> None
             invoice = tools.invoice(invoice_id)
             billed = invoice["billing_inputs"]
             # the rate of the local issue day: the period start, or a trial's end
-            issued = utc_to_local_date(invoice["issued_at"], tools.customer()["timezone"])
+            # (the last business day before it when it falls on a weekend)
+            issued = fx_day(utc_to_local_date(invoice["issued_at"], tools.customer()["timezone"]))
             right = tools(
                 "recompute_invoice", invoice_id=invoice_id, fx_rate_date=issued.isoformat()
             )
@@ -243,8 +244,25 @@ def test_invoices_not_credited_use_the_rate_of_their_issue_day() -> None:
             if summary["invoice_id"] in truth.overcharges:
                 continue
             invoice = tools.invoice(summary["invoice_id"])
-            issued = utc_to_local_date(invoice["issued_at"], timezone).isoformat()
+            issued = fx_day(utc_to_local_date(invoice["issued_at"], timezone)).isoformat()
             assert invoice["billing_inputs"]["fx_rate_date"] == issued
+
+
+def test_an_invoice_issued_on_a_weekend_converts_at_the_fridays_rate() -> None:
+    seen = 0
+    for scenario in all_levels("currency_conversion_error", count=8):
+        tools = Tools(scenario)
+        truth = reveal_truth(scenario)
+        timezone = tools.customer()["timezone"]
+        for summary in tools.invoices():
+            invoice = tools.invoice(summary["invoice_id"])
+            issued = utc_to_local_date(invoice["issued_at"], timezone)
+            if issued.weekday() < 5 or summary["invoice_id"] in truth.overcharges:
+                continue
+            recorded = date.fromisoformat(invoice["billing_inputs"]["fx_rate_date"])
+            assert recorded.weekday() == 4 and 1 <= (issued - recorded).days <= 2
+            seen += 1
+    assert seen
 
 
 def test_currency_l3_inspects_an_invoice_whose_high_rate_is_its_own_days_rate() -> None:
@@ -263,6 +281,6 @@ def test_currency_l3_inspects_an_invoice_whose_high_rate_is_its_own_days_rate() 
         again = tools(
             "recompute_invoice",
             invoice_id=jump[0],
-            fx_rate_date=tools.invoice(jump[0])["period_start"],
+            fx_rate_date=tools.invoice(jump[0])["billing_inputs"]["fx_rate_date"],
         )
         assert again["difference"] == "0.00"
