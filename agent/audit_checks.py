@@ -406,7 +406,8 @@ def usage_overage_miscalculated(ev: Evidence) -> list[Candidate]:
         included = terms.get("included_units")
         invoice_id = summary["invoice_id"]
         if records and isinstance(records[0], int) and units > records[0]:
-            note = f"{invoice_id} bills {units} usage units; the usage record shows {records[0]}"
+            shown = " and ".join(str(p) for p in counted)  # each part as the timeline prints it
+            note = f"{invoice_id} bills {units} usage units; the usage records show {shown}"
             overrides: Json = {"usage_units": records[0]}
         elif (
             terms.get("plan_id") == plan.get("plan_id")
