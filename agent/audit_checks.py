@@ -27,6 +27,7 @@ from agent.audit_evidence import (
     rate,
 )
 from env.billing import previous_period_start
+from env.calendar import fx_day
 
 TIMEZONE_LABEL = "timezone_period_boundary"
 # Which side of 1 a USD -> currency rate sits on: an analyst's sanity band, not scenario data.
@@ -391,16 +392,22 @@ def usage_overage_miscalculated(ev: Evidence) -> list[Candidate]:
         timeline = ev.timelines.get(str(summary.get("subscription_id")), {})
         if not isinstance(units, int):
             continue
-        records = [  # usage is billed in arrears: the record of the period ending at start
-            u.get("units")
+        before = previous_period_start(start).isoformat()
+        parts = [  # usage is billed in arrears: the records of the period ending at start,
+            u.get("units")  # two parts when the plan changed inside it
             for u in listed(timeline.get("usage"))
-            if isinstance(u, dict) and u.get("period_end") == start.isoformat()
+            if isinstance(u, dict)
+            and before <= str(u.get("period_start")) < start.isoformat()
+            and str(u.get("period_end")) <= start.isoformat()
         ]
+        counted = [p for p in parts if isinstance(p, int)]
+        records = [sum(counted)] if counted and len(counted) == len(parts) else []
         terms = mapping(timeline.get("plan"))
         included = terms.get("included_units")
         invoice_id = summary["invoice_id"]
         if records and isinstance(records[0], int) and units > records[0]:
-            note = f"{invoice_id} bills {units} usage units; the usage record shows {records[0]}"
+            shown = " and ".join(str(p) for p in counted)  # each part as the timeline prints it
+            note = f"{invoice_id} bills {units} usage units; the usage records show {shown}"
             overrides: Json = {"usage_units": records[0]}
         elif (
             terms.get("plan_id") == plan.get("plan_id")
@@ -434,6 +441,7 @@ def _fx_rows(ev: Evidence) -> list[tuple[Json, Json, Decimal]]:
 
 
 def _fx_suspect(inputs: Json, issued: str, value: Decimal, median: Decimal) -> str | None:
+    issued = fx_day(date.fromisoformat(issued)).isoformat()  # weekends: the Friday's rate
     if inputs.get("fx_rate_date") != issued:
         return f"the rate of {inputs.get('fx_rate_date')}, not of its issue day {issued}"
     below = FX_BELOW_ONE.get(str(inputs.get("currency")))
@@ -452,7 +460,7 @@ def currency_conversion_error(ev: Evidence, *, sweep: bool = False) -> list[Cand
     median = Decimal(statistics.median(value for _, _, value in rows))
     found = []
     for summary, inputs, value in rows:
-        issued = ev.issue_day(summary)
+        issued = fx_day(date.fromisoformat(ev.issue_day(summary))).isoformat()
         why = _fx_suspect(inputs, issued, value, median)
         if (why is None) != sweep:
             continue

@@ -16,8 +16,9 @@ from datetime import date
 from fractions import Fraction
 from itertools import pairwise
 
+from checks.timeline import timeline_problems
 from env.billing import compute_invoice, previous_period_start
-from env.calendar import utc_to_local_date
+from env.calendar import fx_day, utc_to_local_date
 from env.money import parse_rate
 from env.records import inputs_from_json
 
@@ -28,6 +29,7 @@ def world_problems(connection: sqlite3.Connection, faulted: set[str]) -> list[st
     problems: list[str] = []
     problems += world.causality()
     problems += world.continuity(faulted)
+    problems += timeline_problems(connection, world.local, faulted)
     for row in world.invoices:
         problems += world.engine_reproduces(row)
         if row["id"] not in faulted:
@@ -47,10 +49,7 @@ class _World:
         self.events: dict[str, list[sqlite3.Row]] = defaultdict(list)
         for e in db.execute("SELECT * FROM subscription_events ORDER BY subscription_id, seq"):
             self.events[e["subscription_id"]].append(e)
-        self.usage = {
-            (u["subscription_id"], u["period_start"], u["period_end"]): u["units"]
-            for u in db.execute("SELECT * FROM usage_records")
-        }
+        self.usage_rows = db.execute("SELECT * FROM usage_records").fetchall()
         self.tax = db.execute("SELECT * FROM tax_rates").fetchall()
         self.fx = {(r["quote"], r["date"]): r["rate"] for r in db.execute("SELECT * FROM fx_rates")}
         self.notes = db.execute("SELECT * FROM credit_notes").fetchall()
@@ -77,7 +76,7 @@ class _World:
                 problems.append(f"{r['id']} prorates a change on {change} inside its own period")
             if inputs["fx_rate_date"] > day.isoformat():
                 problems.append(f"{r['id']} converts at the rate of a later day")
-            if inputs["usage_units"] is not None and not self._usage_record(r):
+            if inputs["usage_units"] is not None and self._usage_record(r) is None:
                 problems.append(f"{r['id']} bills usage without a finished usage period")
             if r["total_cents"] < 0:
                 problems.append(f"{r['id']} has a negative total")
@@ -91,9 +90,20 @@ class _World:
             problems.append(f"a record is dated after the dispute opened ({opened})")
         return problems
 
-    def _usage_record(self, row: sqlite3.Row) -> int | None:
+    def _usage_parts(self, row: sqlite3.Row) -> list[int]:
+        """Units of the previous period's usage records (two parts around a plan change)."""
         before = previous_period_start(date.fromisoformat(row["period_start"])).isoformat()
-        return self.usage.get((row["subscription_id"], before, row["period_start"]))
+        return [
+            u["units"]
+            for u in sorted(self.usage_rows, key=lambda u: u["period_start"])
+            if u["subscription_id"] == row["subscription_id"]
+            and before <= u["period_start"]
+            and u["period_end"] <= row["period_start"]
+        ]
+
+    def _usage_record(self, row: sqlite3.Row) -> int | None:
+        parts = self._usage_parts(row)
+        return sum(parts) if parts else None
 
     def continuity(self, faulted: set[str]) -> list[str]:
         """Active subscriptions invoice every period up to the dispute; a stop has a reason.
@@ -140,12 +150,26 @@ class _World:
         rate = self._tax_rate(jurisdiction, day)
         if not inputs.tax_exempt and inputs.tax_rate != rate:
             problems.append(f"tax rate {inputs.tax_rate} is not the rate {rate} in force on {day}")
-        if inputs.fx_rate_date != day:
+        if inputs.fx_rate_date != fx_day(day):
             problems.append(f"fx rate of {inputs.fx_rate_date}, not of the issue day {day}")
-        elif inputs.fx_rate != self._fx(inputs.currency, day):
+        elif self.fx and any(
+            date.fromisoformat(d).weekday() >= 5 for (quote, d) in self.fx if quote
+        ):
+            problems.append("an fx rate is recorded on a weekend")
+        elif inputs.fx_rate != self._fx(inputs.currency, fx_day(day)):
             problems.append(f"fx rate {inputs.fx_rate} is not the rate recorded for {day}")
         if inputs.usage_units is not None and inputs.usage_units != self._usage_record(row):
             problems.append("usage units differ from the usage record")
+        parts = self._usage_parts(row)
+        split = inputs.usage_units_before_change
+        change = inputs.plan_change_date
+        before = previous_period_start(inputs.period_start)
+        crossed = change is not None and inputs.previous_plan is not None
+        inside = crossed and before < change < inputs.period_start  # type: ignore[operator]
+        if inputs.usage_units is not None and inside and len(parts) != 2:
+            problems.append("usage across a plan change is not split at the change")
+        if inputs.usage_units is not None and split != (parts[0] if len(parts) == 2 else None):
+            problems.append("usage split differs from the usage records around the change")
         return problems
 
     def _exempt(self, day: date) -> bool:

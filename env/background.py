@@ -12,12 +12,13 @@ them changes the truth: the story machinery bills them exactly like any other pe
 
 from __future__ import annotations
 
-from datetime import date, timedelta
+import unicodedata
+from datetime import date, time, timedelta
 
-from env.builder import WorldBuilder
-from env.calendar import days, local_to_utc
+from env.builder import WorldBuilder, data
+from env.calendar import days, local_to_utc, utc_to_local_date
 from env.changes import earlier_credit, immediate_swap, late_days
-from env.story import Story
+from env.story import Story, later_stamp
 from env.world import Invoice, Plan
 
 FEATURE_RATE = {
@@ -71,8 +72,7 @@ def decorate_second(b: WorldBuilder, plans: dict[str, Plan]) -> tuple[Story, lis
         features.append("extended_trial")
     first_paid = 1 if trial else 0
     if _draw(b, "ordered_by"):
-        who = b.customer.email.split("@")[0] + ".admin@" + b.customer.email.split("@")[1]
-        story.sub.events[0].details["ordered_by"] = who
+        story.sub.events[0].details["ordered_by"] = ordered_by(b)
         features.append("ordered_by")
     if _draw(b, "coupon"):
         _coupon(b, story, first_paid)
@@ -106,6 +106,17 @@ def decorate_second(b: WorldBuilder, plans: dict[str, Plan]) -> tuple[Story, lis
         _cancel(b, story)
         features.append("cancel")
     return story, features
+
+
+def ordered_by(b: WorldBuilder) -> str:
+    """Who at the customer's company ordered a subscription: an admin account or a colleague.
+    One pool of shapes for every class (design §1.2: no fingerprints)."""
+    local, domain = b.customer.email.split("@")
+    if b.rng.random() < 0.5:
+        return f"{local}.admin@{domain}"
+    pool = data("name_pools.json")[b.name_pool]
+    name = unicodedata.normalize("NFKD", b.pick(pool["first"])).encode("ascii", "ignore").decode()
+    return f"{name.lower()}@{domain}"
 
 
 MAIN_RATE = {"coupon": 0.45, "seats": 0.85, "swap": 0.85, "withdrawn": 0.3, "ended": 0.45}
@@ -142,10 +153,11 @@ def decorate_main(b: WorldBuilder, story: Story, skip: tuple[str, ...] = ()) -> 
     if one_price and _main_draw(b, "price_rise", skip):  # announced 30 days ahead
         k = b.rng.randint(1, story.periods - 1)
         b.raise_price(story.plan, story.period(k)[0], percent=b.rng.randint(4, 12))
-    seats_ok = story.plan.per_seat and not story.seat_changes and story.periods >= 2
+    seated = [k for k in range(story.periods - 1) if _per_seat_through(story, k)]
+    seats_ok = story.plan.per_seat and not story.seat_changes and seated
     if seats_ok and _main_draw(b, "seats", skip):
-        count = b.rng.randint(1, min(2, story.periods - 1))
-        for k in sorted(b.rng.sample(range(story.periods - 1), count)):
+        count = b.rng.randint(1, min(2, len(seated)))
+        for k in sorted(b.rng.sample(seated, count)):
             _seat_change(b, story, k)
     # usage in arrears is billed on the plan in force when its invoice's period starts
     # (env/README.md), so a swap between metered plans is billed like any other; a look-alike
@@ -164,6 +176,12 @@ def decorate_main(b: WorldBuilder, story: Story, skip: tuple[str, ...] = ()) -> 
     ends = story.cancel_effective is None and not story.plan.overage_unit_price_cents
     if ends and "canceled" not in kinds and _main_draw(b, "ended", skip):
         _cancel(b, story)
+
+
+def _per_seat_through(story: Story, k: int) -> bool:
+    """Seats can change in period k only while the plan is per-seat there and after it."""
+    start, end = story.period(k)
+    return all(story.plan_at(day).per_seat for day in (start, end - days(1), end))
 
 
 def _coupon_end(story: Story) -> tuple[date, bool] | None:
@@ -306,7 +324,10 @@ def _coupon(b: WorldBuilder, story: Story, first_paid: int) -> None:
     kind = b.pick(("once", "repeating", "forever"))
     k = b.rng.randint(first_paid, max(first_paid, story.periods - 2))
     start, end = story.period(k)
-    applied = start if k == first_paid else start + days(b.rng.randint(1, (end - start).days - 2))
+    # from the first paid period on: entered a few days before that period's invoice
+    applied = start + days(b.rng.randint(1, (end - start).days - 2))
+    if k == first_paid:
+        applied = start - days(b.rng.randint(1, 5)) if k else start
     coupon = b.new_coupon(
         duration=kind,
         periods=b.rng.randint(1, 3) if kind == "repeating" else None,
@@ -316,7 +337,11 @@ def _coupon(b: WorldBuilder, story: Story, first_paid: int) -> None:
     )
     story.coupon, story.coupon_from = coupon, applied
     story.sub.coupon_code = coupon.code
-    story.event(applied, b.work_time(), "coupon_applied", {"coupon_code": coupon.code})
+    details = {"coupon_code": coupon.code}
+    if k == 0:  # entered at signup: logged with the subscription, before its first invoice
+        story.event_at(story.sub.started_at, "coupon_applied", details)
+    else:
+        story.event(applied, b.work_time(), "coupon_applied", details)
 
 
 def _seat_change(b: WorldBuilder, story: Story, k: int) -> None:
@@ -351,17 +376,56 @@ def _plan_change(b: WorldBuilder, story: Story, day: date, to: Plan, effective: 
 
 
 def _cancel(b: WorldBuilder, story: Story) -> None:
-    """Canceled at the end of its last period: no invoice after it, status canceled."""
+    """Canceled at the end of its last period: no invoice after it, status canceled. Or, as
+    often as the fault's partial form, asked in the period before to end on a date inside the
+    last one, which is billed up to that date (`proration_end`)."""
     k = story.periods - 1
+    if b.rng.random() < DATED_CANCEL_RATE and _room_for_dated_cancel(story, k):
+        _cancel_on_date(b, story, k)
+        return
     start, end = story.period(k)
     day = start + days(b.rng.randint(1, (end - start).days - 3))
     reason = b.pick(CANCEL_REASONS)
-    story.event(
+    asked = story.event(
         day, b.work_time(), "cancel_requested", {"effective": "at_period_end", "reason": reason}
     )
-    confirmed = day + days(b.rng.randint(0, 2))
-    story.event(confirmed, b.work_time(), "canceled", {"effective": "at_period_end"})
+    closes = local_to_utc(end, time(0, 0), story.timezone)
+    confirmed = later_stamp(asked, b.rng, before=closes)
+    story.event_at(confirmed, "canceled", {"effective": "at_period_end"})
     story.cancel_effective = end
+    story.sub.status = "canceled"
+
+
+DATED_CANCEL_RATE = 0.35  # cancellations that end on a date rather than at a period end
+
+
+def _room_for_dated_cancel(story: Story, k: int) -> bool:
+    """Periods k-1 and k are paid, free of plan changes (a downgrade's credit could exceed the
+    prorated charge) and of other cancellation requests (one would read as withdrawing it)."""
+    if k < 1 or story.period(k - 1)[0] < (story.trial_end or story.anchor):
+        return False
+    first = story.period(k - 1)[0]
+    if any(d >= first for d, _ in story.plan_changes):
+        return False
+    since = (first - days(1)).isoformat()
+    return not any(
+        e.type in ("cancel_requested", "renewed", "plan_changed") and e.occurred_at[:10] >= since
+        for e in story.sub.events
+    )
+
+
+def _cancel_on_date(b: WorldBuilder, story: Story, k: int) -> None:
+    """Asked inside period k-1 to end on a date inside period k: invoice k is prorated."""
+    before_start, before_end = story.period(k - 1)
+    day = before_start + days(b.rng.randint(1, (before_end - before_start).days - 8))
+    start, end = story.period(k)
+    ends = start + days(b.rng.randint(3, (end - start).days - 3))
+    details = {"effective": ends.isoformat(), "reason": b.pick(CANCEL_REASONS)}
+    asked = story.event(day, b.work_time(), "cancel_requested", details)
+    closes = local_to_utc(before_end, time(0, 0), story.timezone)
+    confirmed = later_stamp(asked, b.rng, before=closes)
+    story.event_at(confirmed, "canceled", {"effective": ends.isoformat()})
+    story.cancel_effective = ends
     story.sub.status = "canceled"
 
 
@@ -377,10 +441,11 @@ PENDING_SKIP = {  # the fault's own signal: never a pending look-alike in that c
 }
 
 
-def pending_changes(b: WorldBuilder, story: Story, opened_day: date) -> list[str]:
+def pending_changes(b: WorldBuilder, story: Story, opened_at: str) -> list[str]:
     """Changes the customer made in the current period, which no invoice reflects yet (the next
     one will): a cancellation or a plan change at period end, an immediate plan change, a seat
     change, a coupon. They give every class the timeline signals of the lifecycle faults."""
+    opened_day = utc_to_local_date(opened_at, story.timezone)
     ks = story.billed_periods()
     if not ks or story.sub.status != "active" or story.cancel_effective is not None:
         return []
@@ -390,23 +455,28 @@ def pending_changes(b: WorldBuilder, story: Story, opened_day: date) -> list[str
         return []
     features = []
     plans = {p.id: p for p in b.draft.plans} if b.draft else {}
-    current = story.plan_at(start)
+    current = original = story.plan_at(start)
+    changed_on: date | None = None  # the day of a pending immediate plan change
     for feature, rate in PENDING_RATE.items():
         if b.rng.random() >= rate or b.label in PENDING_SKIP[feature]:
             continue
+        if feature == "withdrawn" and "pending_cancel" in features:
+            continue  # one cancellation story per period: asked and confirmed, or withdrawn
         if story.keeps_plan and feature in ("scheduled", "immediate"):
             continue
         day = first + days(b.rng.randint(0, (last - first).days))
         at = b.work_time()
         if feature == "cancel":
             details = {"effective": "at_period_end", "reason": b.pick(CANCEL_REASONS)}
-            story.event(day, at, "cancel_requested", details)
-            if b.rng.random() < 0.9:  # confirmed at once; the period runs out after the dispute
-                story.event(day, at, "canceled", {"effective": "at_period_end"})
+            asked = story.event(day, at, "cancel_requested", details)
+            if b.rng.random() < 0.9:  # confirmed soon after; the period runs out after the dispute
+                confirmed = later_stamp(asked, b.rng, before=opened_at)
+                story.event_at(confirmed, "canceled", {"effective": "at_period_end"})
         elif feature == "withdrawn":  # asked to cancel, then changed their mind
             details = {"effective": "at_period_end", "reason": b.pick(CANCEL_REASONS)}
-            story.event(day, at, "cancel_requested", details)
-            story.event(day, at, "renewed", {"cancel_request_withdrawn": True})
+            asked = story.event(day, at, "cancel_requested", details)
+            withdrawn = later_stamp(asked, b.rng, before=opened_at)
+            story.event_at(withdrawn, "renewed", {"cancel_request_withdrawn": True})
         elif feature in ("scheduled", "immediate"):
             others = [p for p in plans.values() if p.id != current.id]
             same = [p for p in others if p.per_seat == current.per_seat] or others
@@ -416,8 +486,12 @@ def pending_changes(b: WorldBuilder, story: Story, opened_day: date) -> list[str
             story.event(day, at, "plan_changed", details)
             if feature == "immediate":  # a scheduled change is still ahead: the plan stays
                 story.sub.plan_id = to.id
-                current = to
-        elif feature == "seats" and current.per_seat:
+                current, changed_on = to, day
+        elif (
+            feature == "seats"
+            and (current if changed_on is None or day > changed_on else original).per_seat
+            and current.per_seat
+        ):
             seats = story.sub.seats
             after = max(1, seats + b.pick((-2, -1, 1, 2, 4)))
             details = {"from_seats": seats, "to_seats": after if after != seats else seats + 1}

@@ -58,7 +58,8 @@ class BillingInputs:
     proration_start: date | None = None  # charged window inside the period; default whole period
     proration_end: date | None = None
     coupon: CouponTerms | None = None
-    usage_units: int | None = None
+    usage_units: int | None = None  # the previous period's units, in arrears
+    usage_units_before_change: int | None = None  # of those, used before plan_change_date
 
     def with_overrides(self, **changes: object) -> BillingInputs:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -183,19 +184,42 @@ def _subscription_lines(inputs: BillingInputs, period_days: int) -> list[Invoice
     return lines
 
 
-def _usage_lines(inputs: BillingInputs) -> list[InvoiceLine]:
-    plan = inputs.plan
-    if plan.overage_unit_price_cents <= 0 or inputs.usage_units is None:
+def _usage_parts(inputs: BillingInputs) -> list[tuple[PlanTerms, int, date, date, int]]:
+    """(plan, units, from, to, included) for each part of the previous period's usage: one
+    part, or two split at a plan change inside that period, each on the plan in force while
+    it was used with the included units prorated by days (design §1.1)."""
+    before, start = previous_period_start(inputs.period_start), inputs.period_start
+    units, change, old = inputs.usage_units, inputs.plan_change_date, inputs.previous_plan
+    if units is None:
         return []
-    billable = max(0, inputs.usage_units - plan.included_units)
-    exact = billable * plan.overage_unit_price_cents * inputs.fx_rate
-    label = (
-        f"Usage overage, {previous_period_start(inputs.period_start).isoformat()} to "
-        f"{inputs.period_start.isoformat()}: {inputs.usage_units} units, "
-        f"{plan.included_units} included, "
-        f"{billable} billed at {format_cents(plan.overage_unit_price_cents)} USD"
-    )
-    return [InvoiceLine(label, billable, round_half_up(exact))]
+    split = inputs.usage_units_before_change
+    if split is None or old is None or change is None or not before < change < start:
+        return [(inputs.plan, units, before, start, inputs.plan.included_units)]
+    whole = (start - before).days
+    parts = []
+    for plan, used, a, b in (
+        (old, split, before, change),
+        (inputs.plan, units - split, change, start),
+    ):
+        included = round_half_up(Fraction(plan.included_units * (b - a).days, whole))
+        parts.append((plan, used, a, b, included))
+    return parts
+
+
+def _usage_lines(inputs: BillingInputs) -> list[InvoiceLine]:
+    lines = []
+    for plan, units, first, last, included in _usage_parts(inputs):
+        if plan.overage_unit_price_cents <= 0:
+            continue
+        billable = max(0, units - included)
+        exact = billable * plan.overage_unit_price_cents * inputs.fx_rate
+        label = (
+            f"Usage overage, {first.isoformat()} to {last.isoformat()}: {units} units, "
+            f"{included} included, "
+            f"{billable} billed at {format_cents(plan.overage_unit_price_cents)} USD"
+        )
+        lines.append(InvoiceLine(label, billable, round_half_up(exact)))
+    return lines
 
 
 def _discount(inputs: BillingInputs, subtotal: int) -> int:

@@ -17,7 +17,7 @@ from importlib import resources
 from typing import Any
 
 from env.billing import BillingInputs
-from env.calendar import add_months, days, local_to_utc, utc_stamp
+from env.calendar import add_months, days, fx_day, local_to_utc, utc_stamp
 from env.money import format_rate, parse_rate
 from env.story import Story, plan_terms
 from env.world import Coupon, Customer, Invoice, Payment, Plan, Subscription, WorldDraft
@@ -36,6 +36,7 @@ METHODS = {
 CERTIFICATE_RATE = 0.8  # customers with an exemption certificate outside tax_exempt_charged
 MAIN_TRIAL_RATE = 0.85  # main subscriptions that start with their plan's free trial
 EXTENDED_TRIAL_RATE = 0.3  # of those, trials support extended (they still end in period 0)
+ZERO_ALLOWANCE_RATE = 0.2  # Growth plans with no included units (pay as you go)
 FAILED_ATTEMPT_RATE = 0.12  # a declined first attempt and a successful retry
 
 
@@ -188,8 +189,8 @@ class WorldBuilder:
         in force on the issue date, the exemption if its window covers it)."""
         return {
             "currency": self.customer.currency,
-            "fx_rate": self.fx_on(issued),
-            "fx_rate_date": issued,
+            "fx_rate": self.fx_on(fx_day(issued)),
+            "fx_rate_date": fx_day(issued),
             "tax_jurisdiction": self.customer.tax_jurisdiction,
             "tax_rate": self.tax_rate_on(issued),
             "tax_exempt": self.exempt_on(issued),
@@ -199,6 +200,7 @@ class WorldBuilder:
         currency = self.customer.currency
         if currency == "USD":
             return Fraction(1)
+        day = fx_day(day)  # no rate is published on a weekend
         key = day.isoformat()
         if key not in self.fx:
             base = parse_rate(data("catalog.json")["fx_base"][currency])
@@ -224,7 +226,7 @@ class WorldBuilder:
                 name=spec["name"],
                 per_seat=spec["per_seat"],
                 trial_days=spec["trial_days"],
-                included_units=self.rng.randrange(*spec["included"]) // 100 * 100 if metered else 0,
+                included_units=self._allowance(spec) if metered else 0,
                 overage_unit_price_cents=self.rng.randint(*spec["overage_cents"]) if metered else 0,
                 unit_name=spec.get("unit"),
                 prices=[(price, "2023-01-01", None)],
@@ -239,6 +241,14 @@ class WorldBuilder:
         assert self.draft is not None
         self.draft.plans = list(plans.values())
         return plans
+
+    def _allowance(self, spec: dict[str, Any]) -> int:
+        """Included units per period; the smaller metered plan is sometimes pure pay-as-you-go
+        (an allowance of 0 is a real price, not only the usage fault's mistake)."""
+        units = self.rng.randrange(*spec["included"]) // 100 * 100
+        if spec["key"] == "GROWTH" and self.rng.random() < ZERO_ALLOWANCE_RATE:
+            return 0
+        return units
 
     def raise_price(self, plan: Plan, effective: date, *, percent: int) -> None:
         """A legitimate, announced price change (a no-error look-alike)."""
@@ -324,9 +334,19 @@ class WorldBuilder:
         if not plan.overage_unit_price_cents or start in story.usage or not start <= day < end:
             return
         share = (day - start).days / (end - start).days
-        units = int(plan.included_units * self.rng.uniform(0.6, 1.8) * share)
+        units = int(self.usage_level(story) * self.rng.uniform(0.6, 1.8) * share)
         story.sub.usage.append((start.isoformat(), end.isoformat(), units))
         story.sub.usage.sort()
+
+    def usage_level(self, story: Story) -> int:
+        """How much this customer uses in a typical period (design §1.1: a property of the
+        customer, not of the plan it ends a period on): drawn once, around the allowance of the
+        first metered plan it had."""
+        if not story.usage_level:
+            plans = [story.plan] + [p for _, p in sorted(story.plan_changes, key=lambda c: c[0])]
+            allowance = next((p.included_units for p in plans if p.included_units), 1000)
+            story.usage_level = max(1, int(allowance * self.rng.uniform(0.8, 1.25)))
+        return story.usage_level
 
     def record_usage(
         self, story: Story, k: int, *, low: float = 0.6, high: float = 1.8, units: int | None = None
@@ -334,11 +354,28 @@ class WorldBuilder:
         start, end = story.period(k)
         if start in story.usage:
             return
-        plan = story.plan_at(end - days(1))
         if units is None:
-            units = int(plan.included_units * self.rng.uniform(low, high))
+            units = int(self.usage_level(story) * self.rng.uniform(low, high))
         story.usage[start] = units
         story.sub.usage.append((start.isoformat(), end.isoformat(), units))
+        self.split_usage(story)
+
+    def split_usage(self, story: Story) -> None:
+        """Usage of a period with an immediate plan change inside it is recorded in two parts
+        split at the change, each billed on its own plan (design §1.1). Runs again when a
+        change is added after the usage was recorded (the background comes later)."""
+        for k in range(story.periods):
+            start, end = story.period(k)
+            changes = [d for d, _ in story.plan_changes if start < d < end]
+            if not changes or start not in story.usage or start in story.usage_before_change:
+                continue
+            units, change = story.usage[start], max(changes)
+            share = (change - start).days / (end - start).days * self.rng.uniform(0.8, 1.2)
+            part = min(units, int(units * share))
+            story.usage_before_change[start] = part
+            story.sub.usage.remove((start.isoformat(), end.isoformat(), units))
+            story.sub.usage.append((start.isoformat(), change.isoformat(), part))
+            story.sub.usage.append((change.isoformat(), end.isoformat(), units - part))
         story.sub.usage.sort()
 
     def bill(self, story: Story) -> list[Invoice]:
@@ -346,6 +383,7 @@ class WorldBuilder:
         at the subscription's time of day; the first paid one of a trial when it ends), plus the
         trial's zero invoice, and pays each. Returns the period invoices in period order."""
         assert self.draft is not None
+        self.split_usage(story)
         if story.trial_end is not None and story.trial_invoice is None:
             story.trial_invoice = self.issue(story, story.trial_inputs(self), story.sub.started_at)
         invoices = [self.bill_period(story, k) for k in story.billed_periods()]

@@ -35,3 +35,11 @@ def utc_date(stamp: str) -> date:
 
 def days(n: int) -> timedelta:
     return timedelta(days=n)
+
+
+def fx_day(day: date) -> date:
+    """The day whose fx rate converts an invoice issued on `day`: that day, or the last
+    business day before it when it falls on a weekend (rates are published Monday to Friday)."""
+    while day.weekday() >= 5:
+        day -= timedelta(days=1)
+    return day

@@ -39,11 +39,14 @@ def late_days(start: date, end: date, old: Plan, new: Plan, *, margin: int = 1) 
 def immediate_swap(
     b: WorldBuilder, story: Story, plans: dict[str, Plan], *, upgrades_only: bool = False
 ) -> None:
-    """An immediate change to the plan of the same kind (Team <-> Business, Growth <-> Scale)
+    """An immediate change to the plan of the same kind (Team <-> Business, Growth <-> Scale,
+    Starter -> Team)
     inside a period before the last, prorated correctly on the next invoice; `upgrades_only`:
     from the cheaper plan of a pair only."""
     upgrades = {"TEAM": "BUSINESS", "GROWTH": "SCALE"}
     pairs = upgrades if upgrades_only else upgrades | {"BUSINESS": "TEAM", "SCALE": "GROWTH"}
+    if not upgrades_only:  # flat to per-seat, as downgrade_not_applied's own decoy does
+        pairs["STARTER"] = "TEAM"
     key = pairs.get(story.plan.id.removeprefix("PLN-"))
     if key is None:
         return

@@ -25,7 +25,7 @@ from env.splits import split_assignment
 from env.story import Story
 from env.world import freeze
 
-GENERATOR_VERSION = "billsleuth-gen-3"
+GENERATOR_VERSION = "billsleuth-gen-4"
 
 
 def scenario_rng(split: str, seed: int) -> random.Random:
@@ -45,6 +45,9 @@ def generate(split: str, seed: int) -> Scenario:
     )
     outcome = builder_for(assignment.label)(builder)
     add_decoys(builder, outcome)
+    for story in builder.stories:  # periods start on the anchor day (after a trial too)
+        story.sub.anchor_day = story.anchor.day
+        story.sub.events.sort(key=lambda e: e.occurred_at)  # a trial extended after the fact
     draft = builder.draft
     assert draft is not None
     opened_at = open_dispute(builder)
@@ -101,7 +104,7 @@ def open_dispute(b: WorldBuilder) -> str:
             break
         opened_at = utc_stamp(_moment(latest) + timedelta(minutes=b.rng.randint(30, 600)))
     for story in b.stories:  # recent changes the next invoice will carry, in every class
-        pending_changes(b, story, utc_to_local_date(opened_at, tz))
+        pending_changes(b, story, opened_at)
         if story.sub.status == "active" and story.cancel_effective is None:
             b.record_usage_to_date(story, utc_to_local_date(opened_at, tz))
     b.customer.created_at = min(b.customer.created_at, *(s.sub.started_at for s in b.stories))

@@ -7,6 +7,7 @@ Each change is recorded twice, as an effect on billing and as a UTC-stamped even
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any, Protocol
@@ -16,6 +17,24 @@ from env.billing import BillingInputs, CouponTerms, PlanTerms
 from env.calendar import add_months, local_to_utc
 from env.money import parse_rate
 from env.world import Coupon, Event, Invoice, Plan, Subscription
+
+
+def later_stamp(stamp: str, rng: random.Random, *, before: str | None = None) -> str:
+    """A person's reaction time after `stamp`: minutes, hours or a day or two (design §1.2:
+    human intervals), and strictly before `before` when given (the dispute, a period end)."""
+    moment = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    shape = rng.random()
+    if shape < 0.5:
+        gap = timedelta(minutes=rng.randint(1, 180))
+    elif shape < 0.8:
+        gap = timedelta(hours=rng.randint(3, 20), minutes=rng.randint(0, 59))
+    else:
+        gap = timedelta(days=rng.randint(1, 2), minutes=rng.randint(0, 600))
+    if before is not None:
+        limit = datetime.strptime(before, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+        if moment + gap >= limit:  # whole minutes, like every other stamp
+            gap = timedelta(minutes=max(1, int((limit - moment).total_seconds() // 120)))
+    return (moment + gap).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def plan_terms(plan: Plan, on: date) -> PlanTerms:
@@ -57,7 +76,9 @@ class Story:
     coupon_from: date | None = None
     cancel_effective: date | None = None
     usage: dict[date, int] = field(default_factory=dict)
+    usage_before_change: dict[date, int] = field(default_factory=dict)  # split at a change
     trial_invoice: Invoice | None = None
+    usage_level: int = 0  # the customer's typical units per period, whatever the plan
     keeps_plan: bool = False  # a look-alike about this plan's price: no pending plan change
 
     def time_of_day(self) -> time:
@@ -77,6 +98,12 @@ class Story:
 
     def event(self, day: date, at: time, kind: str, details: dict[str, Any]) -> str:
         stamp = local_to_utc(day, at, self.timezone)
+        self.sub.events.append(Event(stamp, kind, details))
+        self.sub.events.sort(key=lambda e: e.occurred_at)
+        return stamp
+
+    def event_at(self, stamp: str, kind: str, details: dict[str, Any]) -> str:
+        """An event at a UTC moment (a confirmation or withdrawal some time after a request)."""
         self.sub.events.append(Event(stamp, kind, details))
         self.sub.events.sort(key=lambda e: e.occurred_at)
         return stamp
@@ -154,9 +181,13 @@ class Story:
         if self.cancel_effective is not None and start < self.cancel_effective < end:
             proration_end = self.cancel_effective  # canceled on a date: the last period prorated
         issued = self.issue_day(k)
-        usage = None
-        if k > 0 and current.overage_unit_price_cents and before in self.usage:
+        usage = split = None
+        metered = current.overage_unit_price_cents or (
+            previous_plan is not None and previous_plan.overage_unit_price_cents
+        )
+        if k > 0 and metered and before in self.usage:
             usage = self.usage[before]
+            split = self.usage_before_change.get(before) if change_date else None
         return BillingInputs(
             period_start=start,
             period_end=end,
@@ -170,6 +201,7 @@ class Story:
             proration_end=proration_end,
             coupon=coupon_terms(self.coupon) if self.coupon and self.coupon_applies(k) else None,
             usage_units=usage,
+            usage_units_before_change=split,
         )
 
     def trial_inputs(self, world: RateBook) -> BillingInputs:

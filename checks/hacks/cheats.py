@@ -366,6 +366,10 @@ def _whole_invoice_or_no_error(truth: Truth) -> bool:
     return truth.label in (*_WHOLE_INVOICE_LABELS, "no_error")
 
 
+def _whole_invoice_label(truth: Truth) -> bool:
+    return truth.label in _WHOLE_INVOICE_LABELS
+
+
 def _whole_dollars(truth: Truth) -> bool:
     return bool(truth.overcharges) and all(c % 100 == 0 for c in truth.overcharges.values())
 
@@ -376,7 +380,9 @@ CHEATS: tuple[Cheat, ...] = (
     Cheat("never_credit", "findings that the episode's actions contradict earn no amounts or "
           "evidence credit, and the action term is lost: only the label (0.35) is left",
           never_credit, 0.35, sample="faulted"),
-    Cheat("credit_full_invoice", _FULL_CREDIT, credit_full_invoice, 0.0),
+    Cheat("credit_full_invoice", _FULL_CREDIT + "; lucky where the whole invoice is owed "
+          "(an extended trial's invoice, one after a cancellation)", credit_full_invoice, 0.0,
+          lucky=_whole_invoice_label),
     Cheat("credit_never_submit", "no submission earns no positive term", credit_never_submit,
           0.0, sample="faulted"),
     Cheat("credit_split_in_small_notes", "credits are summed per invoice before the "

@@ -9,12 +9,11 @@ input gives difference 0.00, a tax lookup, the announcement or coupon terms in t
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Callable
 from datetime import date
 
-from env.background import decorate_main
-from env.builder import WorldBuilder, data
+from env.background import decorate_main, ordered_by
+from env.builder import WorldBuilder
 from env.calendar import days
 from env.faults.base import FaultOutcome, call, recompute
 from env.faults.common import periods_for, seats_for
@@ -267,9 +266,7 @@ def other_subscription(b: WorldBuilder) -> FaultOutcome:
     while anchor.day > 28:
         anchor += days(b.rng.randint(1, 5))
     story = b.make_story(plan, seats=seats_for(b, plan), periods=b.rng.randint(1, 3), anchor=anchor)
-    pool = data("name_pools.json")[b.name_pool]
-    name = unicodedata.normalize("NFKD", b.pick(pool["first"])).encode("ascii", "ignore").decode()
-    colleague = f"{name.lower()}@{b.customer.email.split('@')[1]}"
+    colleague = ordered_by(b)
     story.sub.events[0].details["ordered_by"] = colleague
     invoices = b.bill(story)
     invoice = invoices[0]
@@ -329,7 +326,7 @@ def usage_overage(b: WorldBuilder) -> FaultOutcome:
     story = _story(b, plan, minimum=2, trial_ok=True)
     k = b.rng.randrange(story.periods - 1)
     start, end = story.period(k)
-    units = int(plan.included_units * b.rng.uniform(1.3, 2.4))
+    units = int((plan.included_units or b.usage_level(story)) * b.rng.uniform(1.3, 2.4))
     b.record_usage(story, k, units=units)
     b.fill_usage(story)
     traps: list[str] = []

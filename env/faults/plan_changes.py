@@ -77,7 +77,7 @@ def proration_error(b: WorldBuilder) -> FaultOutcome:
     story = b.make_story(
         first, seats=seats_for(b, first), periods=periods, trial=b.main_trial(first, extended=False)
     )
-    head, tail = {"change_backdated": (6, 3), "downgrade_applied_late": (3, 6)}.get(variant, (3, 3))
+    head, tail = {"change_backdated": (6, 3), "downgrade_applied_late": (3, 6)}.get(variant, (4, 3))
     changes: dict[int, date] = {}
     for k in sorted(x for x in (fault_k, decoy_k) if x is not None):
         to = after if k == fault_k else before
@@ -92,13 +92,18 @@ def proration_error(b: WorldBuilder) -> FaultOutcome:
     if b.difficulty == "L3" and cheap.per_seat:
         _seat_change_decoy(b, story)
         traps.append("seat_change_decoy")
-    if cheap.overage_unit_price_cents:
+    if cheap.overage_unit_price_cents:  # inside both allowances: the date decides the money
+        low = cheap.included_units * b.rng.uniform(0.3, 0.5)
+        story.usage_level = max(1, int(low))
         b.fill_usage(story)
     decorate_main(b, story)
     invoices = b.bill(story)
     victim, day = invoices[fault_k + 1], changes[fault_k]
-    wrong = _wrong_change_date(b, variant, story.period(fault_k), day)
-    b.rebill(victim, plan_change_date=wrong)
+    for _ in range(12):  # usage parts move with the date too: keep a date that overcharges
+        wrong = _wrong_change_date(b, variant, story.period(fault_k), day)
+        b.rebill(victim, plan_change_date=wrong)
+        if victim.billed_amounts().total_cents > victim.correct_total_cents():
+            break
     evidence = [recompute(victim, plan_change_date=day.isoformat())]
     focus = [victim]
     if decoy_k is not None:
@@ -133,7 +138,9 @@ def _late_enough(story: Story, k: int, dear: Plan, cheap: Plan) -> int:
 def _wrong_change_date(b: WorldBuilder, variant: str, period: tuple[date, date], day: date) -> date:
     start, end = period
     if variant == "change_at_period_start":
-        return start  # the new plan billed for the whole previous period
+        # dated on the period's first full day after its invoice: the new plan for nearly
+        # the whole previous period (never the first day itself, which no real change shows)
+        return start + days(1)
     if variant == "change_backdated":
         return day - days(b.rng.randint(MIN_SHIFT_DAYS, (day - start).days - 1))
     if b.rng.random() < 0.5:

@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo
 from env.background import decorate_main
 from env.billing import compute_invoice
 from env.builder import WorldBuilder, data
-from env.calendar import days
+from env.calendar import days, fx_day
 from env.faults.base import FaultOutcome, recompute
 from env.faults.common import (
     invoice_words,
@@ -185,18 +185,31 @@ def usage_overage_miscalculated(b: WorldBuilder) -> FaultOutcome:
     decoy_ks = b.rng.sample(range(n), len(shapes))
     story.usage.clear()
     story.sub.usage.clear()
-    decorate_main(b, story)  # maybe a Growth <-> Scale change: usage bills on the new plan
+    # maybe a Growth <-> Scale change (its period's usage is billed in two parts); with one
+    # finished period there would be no unsplit period left for the fault
+    decorate_main(b, story, skip=("swap",) if n < 2 else ())
     for k in range(n):
         factor = b.rng.uniform(0.6, 1.8)  # over half the allowance: doubling always overcharges
         if k in decoy_ks:
             spike = shapes[decoy_ks.index(k)] == "spike"
-            factor = b.rng.uniform(2.2, 3.0) if spike else b.rng.uniform(0.3, 0.9)
-        included = story.plan_at(starts[k + 1]).included_units  # the invoice that bills it
-        b.record_usage(story, k, units=int(included * factor))
+            factor = b.rng.uniform(2.2, 3.0) if spike else b.rng.uniform(0.4, 0.9)
+        # the customer's volume, whatever the plan (design §1.1)
+        b.record_usage(story, k, units=int(b.usage_level(story) * factor))
     invoices = b.bill(story)
     by_start = invoices_by_start(invoices)
-    victims = [by_start[starts[k + 1]] for k in _run(b, [k for k in range(n) if k not in decoy_ks])]
     variant = b.pick(("double_counted", "included_not_subtracted"))
+    # after a change to a plan with a far larger allowance, doubling may still be included
+    # a period split at a plan change is billed in two parts: not where this fault strikes
+    free = [
+        k
+        for k in range(n)
+        if k not in decoy_ks and by_start[starts[k + 1]].billed.usage_units_before_change is None
+    ] or [k for k in range(n) if k not in decoy_ks]
+    hit = [k for k in free if _fault_overcharges(by_start[starts[k + 1]], variant)]
+    if not hit:  # e.g. no period uses half the allowance, or there is none to drop
+        variant = "included_not_subtracted" if variant == "double_counted" else "double_counted"
+        hit = [k for k in free if _fault_overcharges(by_start[starts[k + 1]], variant)] or free
+    victims = [by_start[starts[k + 1]] for k in _run(b, hit)]
     evidence = []
     for invoice in victims:
         units = invoice.billed.usage_units or 0
@@ -228,6 +241,17 @@ def usage_overage_miscalculated(b: WorldBuilder) -> FaultOutcome:
         traps=[f"usage_{shape}_decoy" for shape in shapes],
         variant=variant,
     )
+
+
+def _fault_overcharges(invoice: Invoice, variant: str) -> bool:
+    """Whether the usage fault on this invoice bills more than its correct inputs."""
+    billed = invoice.billed
+    units = billed.usage_units or 0
+    if variant == "double_counted":
+        wrong = replace(billed, usage_units=2 * units)
+    else:
+        wrong = replace(billed, plan=replace(billed.plan, included_units=0))
+    return compute_invoice(wrong).total_cents > compute_invoice(billed).total_cents
 
 
 def _usage_summary(story: Story, victims: list[Invoice], variant: str) -> str:
@@ -275,7 +299,7 @@ def currency_conversion_error(b: WorldBuilder) -> FaultOutcome:
     jump: int | None = None
     if b.difficulty == "L3" or (b.difficulty == "L2" and b.rng.random() < 0.5):
         jump = b.rng.randrange(n)  # a real, larger move of the rate: billed correctly
-        _put_fx(b, starts[jump], base * (1 + Fraction(b.rng.randint(450, 600), 10000)))
+        _put_fx(b, fx_day(starts[jump]), base * (1 + Fraction(b.rng.randint(450, 600), 10000)))
     decorate_main(b, story)
     invoices = b.bill(story)
     by_start = invoices_by_start(invoices)
@@ -312,7 +336,7 @@ def currency_conversion_error(b: WorldBuilder) -> FaultOutcome:
     )
     decoys: list[Invoice] = []
     if jump is not None:  # its rate is unusually high, and right: the rate of its own day
-        decoy, jump_day = by_start[starts[jump]], starts[jump].isoformat()
+        decoy, jump_day = by_start[starts[jump]], fx_day(starts[jump]).isoformat()
         decoys.append(decoy)
         evidence.append(recompute(decoy, fx_rate_date=jump_day))
         summary += (
@@ -357,11 +381,13 @@ def _wrong_day(b: WorldBuilder, invoice: Invoice) -> tuple[date, Fraction]:
     known = sorted(date.fromisoformat(d) for d in b.fx if d <= latest)
     tries = list(reversed(known)) + [start - days(b.rng.randint(2, 31)) for _ in range(4)]
     for day in tries:
+        if day.weekday() >= 5 or day == invoice.billed.fx_rate_date:
+            continue  # a weekend has no rate; the right day is no mistake
         rate = b.fx_on(day)
         if _overcharges(invoice, rate, day):
             return day, rate
     day = start - days(b.rng.randint(2, 31))
-    while day.isoformat() in b.fx:
+    while day.isoformat() in b.fx or day.weekday() >= 5:
         day -= days(1)
     _put_fx(b, day, invoice.billed.fx_rate * (1 + Fraction(b.rng.randint(150, 400), 10000)))
     return day, b.fx_on(day)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from datetime import date, time
 
-from env.background import decorate_main
+from env.background import CANCEL_REASONS, decorate_main
 from env.billing import compute_invoice
 from env.builder import WorldBuilder
 from env.calendar import add_months, days, local_to_utc, utc_date
@@ -19,7 +19,7 @@ from env.changes import late_days, unused_share
 from env.faults.base import FaultOutcome, call, recompute
 from env.faults.common import issue_unwarranted, periods_for, seats_for
 from env.money import format_cents
-from env.story import Story
+from env.story import Story, later_stamp
 from env.world import Invoice, Plan
 
 LATE = tuple(time(h, m) for h, m in ((21, 50), (22, 25), (22, 45), (23, 5), (23, 20), (23, 30)))
@@ -177,6 +177,12 @@ def _plan_change(b: WorldBuilder, west: bool) -> FaultOutcome:
     if b.difficulty == "L3":
         others = [x for x in range(periods) if x != k]
         traps.append(harmless_midnight_event(b, story, others, west) or "")
+    if old.overage_unit_price_cents:  # within both allowances: the day's price decides
+        story.usage_level = 1
+    if old.included_units and new.included_units:
+        story.usage_level = int(
+            min(old.included_units, new.included_units) * b.rng.uniform(0.3, 0.5)
+        )
     fill_usage_by_plan(b, story)
     decorate_main(b, story)
     invoices = b.bill(story)
@@ -250,7 +256,15 @@ def _cancellation(b: WorldBuilder) -> FaultOutcome:
         traps.append(harmless_midnight_event(b, story, list(range(kept)), True) or "")
     leaves = story.period(k)[1]
     story.cancel_effective = leaves
-    stamp = story.event(day, at, "cancel_requested", {"effective": "end_of_period"})
+    reason = b.pick(CANCEL_REASONS)
+    stamp = story.event(
+        day, at, "cancel_requested", {"effective": "at_period_end", "reason": reason}
+    )
+    # confirmed within minutes, still on the customer's last local day
+    closes = local_to_utc(day + days(1), time(0, 0), story.timezone)
+    story.event_at(
+        later_stamp(stamp, b.rng, before=closes), "canceled", {"effective": "at_period_end"}
+    )
     story.sub.status = "canceled"
     decorate_main(b, story)
     invoices = b.bill(story)

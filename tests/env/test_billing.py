@@ -281,3 +281,49 @@ def test_usage_is_labelled_with_the_previous_period() -> None:
     amounts = compute_invoice(inputs(FEB, plan=GROWTH, seats=1, usage_units=1500))
     assert amounts.lines[-1].description.startswith("Usage overage, 2025-01-01 to 2025-02-01")
     assert amounts.lines[-1].amount_cents == 1000  # 500 units x 2 cents
+
+
+SCALE = PlanTerms(
+    "PLN-SCALE", "Scale", 29900, per_seat=False, included_units=10000, overage_unit_price_cents=1
+)
+
+
+def test_usage_across_a_plan_change_bills_each_part_on_its_own_plan() -> None:
+    # invoice for Feb carries January's usage; Growth -> Scale on Jan 11 (10 of 31 days before)
+    # Growth part: 3000 units, 1000 * 10/31 = 322.58 -> 323 included, 2677 x 2c = 5354
+    # Scale part: 9000 units, 10000 * 21/31 = 6774.19 -> 6774 included, 2226 x 1c = 2226
+    billed = inputs(
+        FEB,
+        plan=SCALE,
+        seats=1,
+        previous_plan=GROWTH,
+        plan_change_date=date(2025, 1, 11),
+        usage_units=12000,
+        usage_units_before_change=3000,
+    )
+    usage = [line for line in compute_invoice(billed).lines if line.description.startswith("Usage")]
+    assert [line.amount_cents for line in usage] == [5354, 2226]
+    assert usage[0].description.startswith("Usage overage, 2025-01-01 to 2025-01-11: 3000 units")
+    assert usage[1].description.startswith("Usage overage, 2025-01-11 to 2025-02-01: 9000 units")
+
+
+def test_usage_without_a_split_bills_on_the_invoice_plan_with_its_whole_allowance() -> None:
+    # 12000 units on Scale, 10000 included: 2000 x 1c
+    billed = inputs(FEB, plan=SCALE, seats=1, usage_units=12000)
+    usage = [line for line in compute_invoice(billed).lines if line.description.startswith("Usage")]
+    assert [line.amount_cents for line in usage] == [2000]
+
+
+def test_the_usage_split_is_recorded_and_read_back() -> None:
+    from env.records import inputs_from_json, inputs_to_json
+
+    billed = inputs(
+        FEB,
+        plan=SCALE,
+        seats=1,
+        previous_plan=GROWTH,
+        plan_change_date=date(2025, 1, 11),
+        usage_units=12000,
+        usage_units_before_change=3000,
+    )
+    assert inputs_from_json(inputs_to_json(billed)) == billed

@@ -120,3 +120,10 @@ def test_an_upgrade_dated_later_costs_less(inputs: BillingInputs, shift: int) ->
 def test_any_train_world_obeys_the_invariants(offset: int) -> None:
     scenario = generate.__wrapped__("train", spec("train").first_seed + offset)
     assert invariant_problems(scenario) == []
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.integers(min_value=0, max_value=49))
+def test_any_heldout_world_has_a_possible_timeline(offset: int) -> None:
+    scenario = generate.__wrapped__("heldout", spec("heldout").first_seed + offset)
+    assert invariant_problems(scenario) == []
