@@ -386,7 +386,7 @@ def write_known(
     path: Path, gates: Sequence[Gate], tokens: Sequence[TokenResult], checks: Sequence[CheckResult]
 ) -> None:
     payload = {
-        "why": "gates world v3 does not meet yet (issue 19); checks.probe --known keeps them from "
+        "why": "gates the world does not meet yet (issue 19); checks.probe --known keeps them from "
         "getting worse and fails on any new broken gate, fingerprint token or comparison check",
         "gates": [
             {"name": g.name, "sample": g.sample, "value": round(g.value, 3)}
@@ -411,7 +411,7 @@ def judge(
     for g in gates:
         recorded = known.gates.get((g.name, g.sample))
         if g.holds:
-            if recorded is not None:
+            if recorded is not None and recorded > g.bound:
                 print(f"FIXED: {g.name} on {g.sample} now holds; remove it from the known list")
             continue
         line = f"{g.name} on {g.sample}: {g.value:.2f} > {g.bound} ({g.worst})"
