@@ -26,6 +26,7 @@ from env.tool_specs import dispatch, openai_tools
 from env.tools import READ_TOOLS, WRITE_TOOLS, BillingTools
 
 DEFAULT_TOOL_BUDGET = 30
+_RESULT_JSON = json.JSONEncoder(ensure_ascii=False)  # json.dumps(..., ensure_ascii=False), reused
 
 
 @dataclass(frozen=True)
@@ -165,7 +166,7 @@ class LedgerEnv:
             self._reads = None  # from here on the database may differ from the image
         try:
             result = dispatch(self._tools, name, arguments)
-            answer = json.dumps(result, ensure_ascii=False), "error" in result
+            answer = _RESULT_JSON.encode(result), "error" in result
         except Exception as exc:  # the dispatch already catches tool bugs; this is the backstop
             result = {"error": f"internal error ({type(exc).__name__}); try other arguments"}
             return json.dumps(result), True
