@@ -26,7 +26,7 @@ def evidence_by_call(tool_log: Iterable[ToolRecord], read: ReadParts) -> list[An
     return [_evidence(record, own, read) for record in log]
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=2048)  # ~20 KB an entry: every call of an eval pass (~900)
 def _evidence(record: ToolRecord, own: frozenset[str], read: ReadParts) -> Any:
     return read(split_call(record, own))
 

@@ -27,7 +27,7 @@ def views_by_call(
     return [_view(record, own, read) for record in tool_log]
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=2048)  # ~20 KB an entry: every call of an eval pass (~900)
 def _view(record: ToolRecord, own: frozenset[str], read: ReadCalls) -> Any:
     return read((record,), own)[0]
 
