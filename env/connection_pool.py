@@ -1,13 +1,11 @@
 """Idle SQLite connections lent out again: deserialising an image into one takes ~5 µs.
 
-A new connection costs ~100 µs before its first row (opening, parsing the schema, preparing
-each statement); one that served an earlier episode has all three done. SQLite keeps a parsed
-schema while an image's schema cookie stays the same, so a connection is only lent for an image
-whose schema pages are byte-identical to those it parsed (`SchemaPages`, a 2 µs check); any other
-image gets a new connection. Trap: an INSERT prepared in an earlier episode places the next
-episode's index cells elsewhere in the page (same rows, other bytes), so `env.tools` prepares
-its INSERT afresh in each episode. Thread-safe. Used by `env.ledger_env` (reset), `env.episode`
-and the grader's database diff (`eval.database_diff`).
+A new connection costs ~100 µs before its first row (open, parse the schema, prepare each
+statement). Cached statements keep their schema while the schema cookie is unchanged, so a
+connection is lent only for an image whose schema pages match those it parsed (`SchemaPages`,
+~2 µs). Trap: such a statement skips the schema reload after a deserialise, and an INSERT run so
+lays index cells out differently (same rows, other bytes): `env.tools` prepares its INSERT per
+episode. Thread-safe; used by `env.ledger_env`, `env.episode` and `eval.database_diff`.
 """
 
 from __future__ import annotations

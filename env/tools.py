@@ -52,9 +52,10 @@ class BillingTools(Lookups):
         self._episode_id = episode_id
         self._now = now  # the dispute's opening time: credit notes are stamped with it
         self.findings: Findings | None = None
-        # Trap: connections are lent again (env.connection_pool), and an INSERT prepared in an
-        # earlier episode lays index cells out differently (same rows, other bytes). A comment
-        # of its own gives each episode a statement of its own, prepared on its first note.
+        # Trap: connections are lent again (env.connection_pool). An INSERT prepared in an
+        # earlier episode runs before SQLite reloads the schema for the new image and lays index
+        # cells out differently (same rows, other bytes). A comment of its own gives each
+        # episode its own statement, prepared (and the schema reloaded) on its first note.
         self._insert_note = f"{_INSERT_NOTE} -- episode {next(_EPISODES)}"
 
     def get_customer(self, customer_id: str) -> dict[str, Any]:
