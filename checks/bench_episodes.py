@@ -70,6 +70,7 @@ class EpisodeFigure:
     wall_ms: float
     target_ms: float | None
     ratios: tuple[float, ...] = ()  # this tree / the other, per round (CPU time)
+    other_cpu_ms: float | None = None  # the other tree's median over rounds
 
     @property
     def passed(self) -> bool | None:
@@ -83,11 +84,10 @@ class EpisodeFigure:
         value = f"{self.cpu_ms:.4g} ms cpu ({self.wall_ms:.4g} wall)"
         verdict = "" if self.target_ms is None else f"<= {self.target_ms:g}  "
         verdict += {True: "PASS", False: "MISS", None: ""}[self.passed]
-        ratio = (
-            ""
-            if self.ratio is None
-            else f"x{self.ratio:.3f} " + " ".join(f"{r:.2f}" for r in self.ratios)
-        )
+        ratio = "" if self.ratio is None else f"x{self.ratio:.3f} "
+        if self.other_cpu_ms is not None:
+            ratio += f"(other {self.other_cpu_ms:.4g}) "
+        ratio += " ".join(f"{r:.2f}" for r in self.ratios)
         return f"{self.label:<34} {value:<32} {verdict:<14} {ratio}"
 
 
@@ -156,13 +156,12 @@ def figures(mine: Sequence[Result], other: Sequence[Result] | None = None) -> li
         cpu = [r[phase][name]["cpu"] for r in mine]
         wall = [r[phase][name]["wall"] for r in mine]
         ratios: tuple[float, ...] = ()
+        theirs = None
         if other is not None:
             ratios = tuple(a / r[phase][name]["cpu"] for a, r in zip(cpu, other, strict=True))
-        found.append(
-            EpisodeFigure(
-                phase, name, label, statistics.median(cpu), statistics.median(wall), target, ratios
-            )
-        )
+            theirs = statistics.median(r[phase][name]["cpu"] for r in other)
+        middle = statistics.median(cpu), statistics.median(wall)
+        found.append(EpisodeFigure(phase, name, label, *middle, target, ratios, theirs))
     return found
 
 
@@ -185,7 +184,7 @@ def compare(
             say,
         )
     found = figures(results["this"], results["other"])
-    say(f"figure{'':<28} this tree{'':<23} target        ratio to {rev} (median; per round)")
+    say(f"figure{'':<28} this tree{'':<23} target        ratio to {rev[:12]} (median; per round)")
     show(found, say)
     return found
 

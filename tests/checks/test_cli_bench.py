@@ -65,6 +65,7 @@ def test_ratios_are_per_round_and_their_median_is_the_figures_ratio() -> None:
     whole = next(f for f in found if f.label == "episode machinery, replay")
     assert whole.ratios == (0.5, 0.5, 1.5) and whole.ratio == 0.5
     assert whole.cpu_ms == 1.0 and whole.wall_ms == 2.0 and whole.passed is True
+    assert whole.other_cpu_ms == 2.0 and "x0.500 (other 2) 0.50 0.50 1.50" in whole.line()
 
 
 def test_the_guard_fails_only_above_its_cap(capsys: pytest.CaptureFixture[str]) -> None:
