@@ -1,13 +1,20 @@
-"""How fast the environment is: generation, reset, each tool, reward, and whole episodes.
+"""How fast LedgerGym is: generation, each tool, whole episodes, and rollouts.
 
 RL wants thousands of episodes per step, so each figure is printed beside its target with
-PASS/MISS. Times are wall clock on whatever else the machine runs: the 1-minute load average
-is printed first. The rollout part imports ART (torch) and costs ~10-20 s of import alone.
-Run: `python -m checks.bench [--quick] [--no-rollout] [--json PATH]`.
+PASS/MISS (a report: a miss does not fail the command). The episode figures (issue 24's targets:
+reset, one read tool call, reward, grader, the whole machinery of a reference episode) come from
+fresh worker processes, judged on thread CPU time, each with its ratio to the baseline commit of
+`checks/bench_baseline.txt` from interleaved rounds (`checks.bench_episodes`). `--compare REV`
+runs only that comparison and exits 1 when the replay machinery's median ratio is above
+`--max-ratio` (the CI guard); `--tau2 PATH` sets the machinery beside τ²-bench retail's. The
+rollout part imports ART (torch) and costs ~10-20 s of import alone.
+Run: `python -m checks.bench [--quick] [--no-rollout] [--no-baseline] [--json PATH]`,
+`python -m checks.bench --compare [REV] [--rounds N] [--max-ratio 1.3]`, `... --tau2 PATH`.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import os
@@ -20,10 +27,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from env.cli import Parser, UsageError, run_command
-from env.episode import EpisodeRecord, record_episode
+from checks import bench_episodes
+from checks.bench_episodes import ROOT, EpisodeFigure, EpisodeSizes
+from env.cli import Parser, UsageError, positive_int, run_command
 from env.generator import generate
 from env.ledger_env import LedgerEnv, open_database
+from env.read_memo import forget_all
 from env.scenario import Scenario, reveal_truth
 from env.splits import SPLITS, split_seeds
 from env.tools import TOOL_NAMES
@@ -37,15 +46,20 @@ class Sizes:
 
     generated: int = 600
     scenarios: int = 24
-    resets: int = 3000
-    tool_repeats: int = 40
-    reward_repeats: int = 20
-    episodes: int = 192
+    tool_repeats: int = 20
+    episodes: int = 192  # rollouts per concurrency
+    machinery: EpisodeSizes = field(default_factory=EpisodeSizes)
+    rounds: int = 3  # interleaved rounds against the baseline commit
 
     @classmethod
     def quick(cls) -> Sizes:
         return cls(
-            generated=40, scenarios=6, resets=200, tool_repeats=5, reward_repeats=3, episodes=16
+            generated=40,
+            scenarios=6,
+            tool_repeats=3,
+            episodes=16,
+            machinery=EpisodeSizes.quick(),
+            rounds=1,
         )
 
 
@@ -112,24 +126,6 @@ def bench_generation(count: int) -> tuple[Figure, ...]:
 # reset and tools ------------------------------------------------------------------------------
 
 
-def bench_reset(scenarios: Sequence[Scenario], rounds: int) -> tuple[Figure, Figure]:
-    resets, firsts = [], []
-    for n in range(rounds):
-        scenario = scenarios[n % len(scenarios)]
-        arguments = json.dumps({"customer_id": scenario.customer_id})
-        start = time.perf_counter()
-        env = LedgerEnv(scenario)
-        built = time.perf_counter()
-        env.call("get_customer", arguments)
-        done = time.perf_counter()
-        env.close()
-        resets.append(built - start)
-        firsts.append(done - start)
-    return _timed_ms(resets, "reset (LedgerEnv construction)", 0.2), _timed_ms(
-        firsts, "reset + first query", None
-    )
-
-
 def tool_arguments(scenario: Scenario) -> dict[str, list[dict[str, Any]]]:
     """Calls worth timing: the reference's own, plus one plain call of every tool."""
     db = open_database(scenario.database)
@@ -161,23 +157,25 @@ def tool_arguments(scenario: Scenario) -> dict[str, list[dict[str, Any]]]:
 
 
 def bench_tools(scenarios: Sequence[Scenario], repeats: int) -> list[Figure]:
+    """Each tool as on a scenario's first play: every read memo emptied before each call (a
+    replay answers repeated reads from `env.read_memo`; the episode figures time that)."""
     times: dict[str, list[float]] = defaultdict(list)
     errors: dict[str, int] = defaultdict(int)
     for scenario in scenarios:
         calls = tool_arguments(scenario)
-        env = LedgerEnv(scenario, tool_budget=10**9)
-        env.call("get_customer", json.dumps({"customer_id": scenario.customer_id}))  # warm
         for name in TOOL_NAMES:
             if name == "submit_findings":
                 continue
             for arguments in calls[name]:
                 text = json.dumps(arguments)
                 for _ in range(repeats):
+                    forget_all()
+                    env = LedgerEnv(scenario, tool_budget=10**9)
                     start = time.perf_counter()
                     result = env.call(name, text)
                     times[name].append(time.perf_counter() - start)
                     errors[name] += '"error"' in result[:10]
-        env.close()
+                    env.close()
         for arguments in calls["submit_findings"]:  # ends an episode: a fresh one per call
             for _ in range(repeats):
                 env = LedgerEnv(scenario)
@@ -197,42 +195,7 @@ def bench_tools(scenarios: Sequence[Scenario], repeats: int) -> list[Figure]:
     return figures
 
 
-# reward and episodes --------------------------------------------------------------------------
-
-
-def replay(scenario: Scenario) -> EpisodeRecord:
-    """The reference solution through a bare LedgerEnv: no policy, no chat, no trajectory."""
-    env = LedgerEnv(scenario)
-    try:
-        for step in reveal_truth(scenario).reference:
-            env.call(step.name, json.dumps(step.arguments))
-        return record_episode(env)
-    finally:
-        env.close()
-
-
-def bench_reward(scenarios: Sequence[Scenario], repeats: int) -> Figure:
-    from rewards.reward import compute_reward
-
-    times = []
-    for scenario in scenarios:
-        truth, record = reveal_truth(scenario), replay(scenario)
-        for _ in range(repeats):
-            start = time.perf_counter()
-            compute_reward(truth, record)
-            times.append(time.perf_counter() - start)
-    return _timed_ms(times, "reward per episode", 1.0)
-
-
-def bench_raw_replay(scenarios: Sequence[Scenario], episodes: int) -> Figure:
-    from rewards.reward import compute_reward
-
-    start = time.perf_counter()
-    for n in range(episodes):
-        scenario = scenarios[n % len(scenarios)]
-        compute_reward(reveal_truth(scenario), replay(scenario))
-    rate = episodes / (time.perf_counter() - start)
-    return Figure("raw replay + reward (sequential)", rate, "episodes/s")
+# rollouts ------------------------------------------------------------------------------------
 
 
 def bench_rollouts(scenarios: Sequence[Scenario], episodes: int) -> tuple[list[Figure], float]:
@@ -267,8 +230,19 @@ def bench_rollouts(scenarios: Sequence[Scenario], episodes: int) -> tuple[list[F
 # command --------------------------------------------------------------------------------------
 
 
+def bench_machinery(
+    sizes: Sizes, baseline: bool, say: Callable[[str], None]
+) -> list[EpisodeFigure]:
+    """The episode figures, with ratios to the baseline commit unless `baseline` is off."""
+    if not baseline:
+        return bench_episodes.figures([bench_episodes.run_worker(ROOT, sizes.machinery)])
+    return bench_episodes.compare(
+        bench_episodes.baseline_commit(), sizes.rounds, sizes.machinery, say=lambda _: None
+    )
+
+
 def run_bench(
-    sizes: Sizes, *, rollouts: bool, say: Callable[[str], None] = print
+    sizes: Sizes, *, rollouts: bool, baseline: bool = True, say: Callable[[str], None] = print
 ) -> dict[str, Any]:
     report: dict[str, Any] = {"load_average_1m": os.getloadavg()[0], "sizes": asdict(sizes)}
     say(f"load average (1 min) {report['load_average_1m']:.2f} on {os.cpu_count()} cpus")
@@ -281,33 +255,80 @@ def run_bench(
 
     show(*bench_generation(sizes.generated))
     scenarios = [generate("eval", seed) for seed in split_seeds("eval")[: sizes.scenarios]]
-    show(*bench_reset(scenarios, sizes.resets))
     show(*bench_tools(scenarios, sizes.tool_repeats))
-    show(bench_reward(scenarios, sizes.reward_repeats))
-    show(bench_raw_replay(scenarios, sizes.episodes))
+    against = f" (ratio: this tree / {bench_episodes.baseline_commit()[:7]})" if baseline else ""
+    say(f"per reference episode on eval, median{against}:")
+    machinery = bench_machinery(sizes, baseline, say)
+    bench_episodes.show(machinery, say)
     if rollouts:
         rollout_figures, imported = bench_rollouts(scenarios, sizes.episodes)
         report["rollout_import_s"] = imported
         say(f"(agent.rollout import took {imported:.1f} s, not counted)")
         show(*rollout_figures)
     report["figures"] = {f.name: {**asdict(f), "passed": f.passed} for f in figures}
+    report["episode_figures"] = {
+        f.label: {**asdict(f), "passed": f.passed, "ratio": f.ratio} for f in machinery
+    }
     misses = [f.name for f in figures if f.passed is False]
+    misses += [f.label for f in machinery if f.passed is False]
     report["misses"] = misses
-    say(f"{len(misses)} of {sum(f.target is not None for f in figures)} targets missed")
+    targets = sum(f.target is not None for f in figures)
+    targets += sum(f.target_ms is not None for f in machinery)
+    say(f"{len(misses)} of {targets} targets missed")
     return report
+
+
+def _compare(args: argparse.Namespace) -> int:
+    """`--compare REV`: the episode figures against REV, and the guard's exit status."""
+    sizes = EpisodeSizes.quick() if args.quick else EpisodeSizes()
+    if args.compare == "baseline":
+        args.compare = bench_episodes.baseline_commit()
+    found = bench_episodes.compare(args.compare, args.rounds, sizes)
+    status = bench_episodes.guard(found, args.max_ratio, print)
+    if args.json:
+        report = {
+            "compare": args.compare,
+            "rounds": args.rounds,
+            "figures": {f.label: {**asdict(f), "ratio": f.ratio} for f in found},
+            "status": status,
+        }
+        args.json.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    return status
 
 
 def _main(argv: Sequence[str] | None) -> int:
     parser = Parser(prog="python -m checks.bench", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small samples (seconds)")
     parser.add_argument("--no-rollout", action="store_true", help="skip the ART rollout part")
+    parser.add_argument(
+        "--no-baseline", action="store_true", help="episode figures without baseline ratios"
+    )
     parser.add_argument("--json", type=Path, help="write the figures to this file")
+    # the regression guard and the side-by-side
+    parser.add_argument(
+        "--compare",
+        metavar="REV",
+        nargs="?",
+        const="baseline",
+        help="only: this tree against REV (default: checks/bench_baseline.txt's commit)",
+    )
+    parser.add_argument("--rounds", type=positive_int, default=8, help="--compare/--tau2 rounds")
+    parser.add_argument("--max-ratio", type=float, default=1.3, help="--compare fails above")
+    parser.add_argument("--tau2", type=Path, metavar="PATH", help="only: beside tau2 retail")
     args = parser.parse_args(argv)
     if args.json and not args.json.parent.is_dir():
         raise UsageError(f"--json: folder {args.json.parent} does not exist")
+    if args.compare and args.tau2:
+        raise UsageError("--compare and --tau2 are separate runs: give one")
+    if args.compare:
+        return _compare(args)
+    if args.tau2:
+        tau2_sizes = EpisodeSizes.quick() if args.quick else EpisodeSizes()
+        bench_episodes.side_by_side(args.tau2, args.rounds, tau2_sizes)
+        return 0
     sizes = Sizes.quick() if args.quick else Sizes()
     started = time.perf_counter()
-    report = run_bench(sizes, rollouts=not args.no_rollout)
+    report = run_bench(sizes, rollouts=not args.no_rollout, baseline=not args.no_baseline)
     report["wall_s"] = time.perf_counter() - started
     print(f"bench took {report['wall_s']:.1f} s")
     if args.json:

@@ -10,8 +10,9 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 
+from env.connection_pool import borrow, give_back
 from env.findings import Findings
-from env.ledger_env import LedgerEnv, ToolRecord, open_database
+from env.ledger_env import LedgerEnv, ToolRecord
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,7 @@ def record_episode(env: LedgerEnv) -> EpisodeRecord:
 
 def drafted_credits(database: bytes | sqlite3.Connection, episode_id: str) -> dict[str, int]:
     """Cents credited per invoice by this episode, summed over all its notes."""
-    connection = open_database(database) if isinstance(database, bytes) else database
+    connection = borrow(database) if isinstance(database, bytes) else database
     try:
         rows = connection.execute(
             "SELECT invoice_id, SUM(amount_cents) FROM credit_notes WHERE episode_id = ? "
@@ -58,5 +59,5 @@ def drafted_credits(database: bytes | sqlite3.Connection, episode_id: str) -> di
         ).fetchall()
     finally:
         if isinstance(database, bytes):
-            connection.close()
+            give_back(connection)
     return {row[0]: int(row[1]) for row in rows}

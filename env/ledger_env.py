@@ -1,8 +1,9 @@
 """LedgerEnv: one episode of BillSleuth over a private in-memory copy of the scenario database.
 
-Reset is a `deserialize` of the scenario's bytes into a fresh `:memory:` connection, so any
-number of concurrent episodes on one scenario never see each other's writes. The truth is not
-held here: the episode knows only the public scenario card.
+Reset is a `deserialize` of the scenario's bytes into a private `:memory:` connection (one lent
+again by `env.connection_pool`), so any number of concurrent episodes on one scenario never see
+each other's writes. Until its first write an episode answers repeated reads from the scenario's
+`env.read_memo`. The truth is not held here: the episode knows only the public scenario card.
 """
 
 from __future__ import annotations
@@ -16,13 +17,16 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from env.connection_pool import borrow, give_back
 from env.findings import Findings
 from env.labels import ROOT_CAUSES
+from env.read_memo import Answer, ReadMemo, memo_for
 from env.scenario import Scenario
 from env.tool_specs import dispatch, openai_tools
-from env.tools import BillingTools
+from env.tools import READ_TOOLS, WRITE_TOOLS, BillingTools
 
 DEFAULT_TOOL_BUDGET = 30
+_RESULT_JSON = json.JSONEncoder(ensure_ascii=False)  # json.dumps(..., ensure_ascii=False), reused
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,16 @@ def open_database(image: bytes) -> sqlite3.Connection:
     connection.deserialize(image)
     connection.row_factory = sqlite3.Row
     return connection
+
+
+def _closed_connection() -> sqlite3.Connection:
+    connection = sqlite3.connect(":memory:", check_same_thread=False)
+    connection.close()
+    return connection
+
+
+# What a closed episode holds instead of its lent connection: every use raises as on a closed one
+_CLOSED = _closed_connection()
 
 
 def _plain_text(value: object) -> object:
@@ -96,10 +110,11 @@ class LedgerEnv:
         self.complaint = scenario.complaint
         self.tool_budget = tool_budget
         self.episode_id = episode_id or uuid.uuid4().hex[:12]
-        self._connection = open_database(scenario.database)
+        self._connection = borrow(scenario.database)
         self._tools = BillingTools(
             self._connection, episode_id=self.episode_id, now=scenario.opened_at
         )
+        self._reads: ReadMemo | None = memo_for(scenario.database)  # None from the first write
         self._log: list[ToolRecord] = []
         self._truncated = False
 
@@ -129,20 +144,35 @@ class LedgerEnv:
             return json.dumps({"error": f"tool-call budget of {self.tool_budget} exhausted"})
         raw_name, raw_args = name, arguments
         plain_name, plain_args = _plain_text(name), _plain_text(arguments)
-        try:
-            result = dispatch(self._tools, plain_name, plain_args)
-            text = json.dumps(result, ensure_ascii=False)
-        except Exception as exc:  # the dispatch already catches tool bugs; this is the backstop
-            result = {"error": f"internal error ({type(exc).__name__}); try other arguments"}
-            text = json.dumps(result)
+        text, is_error = self._answer(plain_name, plain_args)
         shown_name = (
             _printable(plain_name)[:200] if isinstance(plain_name, str) else _shown(raw_name)
         )
         shown_args = _printable(plain_args) if isinstance(plain_args, str) else _shown(raw_args)
-        self._log.append(ToolRecord(shown_name, shown_args, _printable(text), "error" in result))
+        self._log.append(ToolRecord(shown_name, shown_args, _printable(text), is_error))
         if len(self._log) >= self.tool_budget and not self.submitted:
             self._truncated = True
         return text
+
+    def _answer(self, name: object, arguments: object) -> Answer:
+        """(result text, is_error). A read is answered from the scenario's memo while this
+        episode has not written: the same image and arguments give the same answer."""
+        memo = self._reads if name in READ_TOOLS and isinstance(arguments, str) else None
+        if memo is not None:
+            answer = memo.get(name, arguments)  # type: ignore[arg-type]
+            if answer is not None:
+                return answer
+        elif name in WRITE_TOOLS:
+            self._reads = None  # from here on the database may differ from the image
+        try:
+            result = dispatch(self._tools, name, arguments)
+            answer = _RESULT_JSON.encode(result), "error" in result
+        except Exception as exc:  # the dispatch already catches tool bugs; this is the backstop
+            result = {"error": f"internal error ({type(exc).__name__}); try other arguments"}
+            return json.dumps(result), True
+        if memo is not None:
+            memo.put(name, arguments, answer)  # type: ignore[arg-type]
+        return answer
 
     def truncate(self) -> None:
         """Ends the episode from outside (turn budget, a text-only reply)."""
@@ -182,4 +212,8 @@ class LedgerEnv:
         return self._connection.serialize()
 
     def close(self) -> None:
-        self._connection.close()
+        """Gives the connection back to the pool; later calls fail as on a closed database."""
+        if self._connection is not _CLOSED:
+            give_back(self._connection)
+            self._connection = self._tools.connection = _CLOSED
+            self._reads = None

@@ -8,6 +8,7 @@ into `{"error": ...}` results so that no tool ever raises into the agent loop.
 
 from __future__ import annotations
 
+import itertools
 import re
 import sqlite3
 from dataclasses import replace
@@ -39,6 +40,8 @@ TOOL_NAMES = READ_TOOLS + WRITE_TOOLS + TERMINAL_TOOLS
 _PLAIN_RATE = re.compile(r"^-?[0-9]{1,6}(\.[0-9]{1,40})?$")
 # A credit amount as text, or a JSON number read exactly (the schema still says string).
 AmountText = Annotated[str, BeforeValidator(amount_text)]
+_INSERT_NOTE = "INSERT INTO credit_notes VALUES (?, ?, ?, ?, ?, 'draft', ?, ?)"
+_EPISODES = itertools.count()
 
 
 class BillingTools(Lookups):
@@ -49,6 +52,11 @@ class BillingTools(Lookups):
         self._episode_id = episode_id
         self._now = now  # the dispute's opening time: credit notes are stamped with it
         self.findings: Findings | None = None
+        # Trap: connections are lent again (env.connection_pool). An INSERT prepared in an
+        # earlier episode runs before SQLite reloads the schema for the new image and lays index
+        # cells out differently (same rows, other bytes). A comment of its own gives each
+        # episode its own statement, prepared (and the schema reloaded) on its first note.
+        self._insert_note = f"{_INSERT_NOTE} -- episode {next(_EPISODES)}"
 
     def get_customer(self, customer_id: str) -> dict[str, Any]:
         """Look up a customer: timezone, billing currency, tax jurisdiction, exemption certificate.
@@ -272,7 +280,7 @@ class BillingTools(Lookups):
             )
         note_id = f"CN-{self.credit_note_count() + 1:04d}"
         self.connection.execute(
-            "INSERT INTO credit_notes VALUES (?, ?, ?, ?, ?, 'draft', ?, ?)",
+            self._insert_note,
             (
                 note_id,
                 invoice_id,

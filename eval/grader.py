@@ -14,15 +14,13 @@ against the binary reward episode by episode. Tests: `pytest tests/eval/test_gra
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections import Counter
 from dataclasses import dataclass
-from functools import lru_cache
 
 from env.episode import EpisodeRecord
 from env.findings import Findings
-from env.ledger_env import open_database
 from env.scenario import Truth
+from eval.database_diff import diff_databases
 from eval.grounding import call_views, grounded, trace_findings
 
 Row = tuple[object, ...]
@@ -63,70 +61,6 @@ class EpisodeGrade:
     investigated: bool = True
 
 
-@dataclass(frozen=True)
-class _Diff:
-    changed_tables: tuple[str, ...]  # tables other than credit_notes whose rows differ
-    added_notes: tuple[Row, ...]
-    removed_notes: tuple[Row, ...]
-
-
-def _tables(connection: sqlite3.Connection) -> dict[str, list[str]]:
-    names = connection.execute(
-        "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
-    ).fetchall()
-    return {
-        row[0]: [col[1] for col in connection.execute(f'PRAGMA table_info("{row[0]}")')]
-        for row in names
-    }
-
-
-def _rows(connection: sqlite3.Connection, table: str) -> Counter[Row]:
-    return Counter(tuple(row) for row in connection.execute(f'SELECT * FROM "{table}"'))
-
-
-Snapshot = dict[str, tuple[tuple[str, ...], Counter[Row]]]
-
-
-def _snapshot(image: bytes) -> Snapshot:
-    """Every table of a database image: its columns and its rows (as a multiset)."""
-    connection = open_database(image)
-    try:
-        return {
-            name: (tuple(columns), _rows(connection, name))
-            for name, columns in _tables(connection).items()
-        }
-    finally:
-        connection.close()
-
-
-@lru_cache(maxsize=16)
-def _initial_snapshot(image: bytes) -> Snapshot:
-    """A scenario's initial image is diffed against every episode played on it: read it once.
-    Callers only compare it (Counter arithmetic makes new counters), never change it."""
-    return _snapshot(image)
-
-
-def _diff(initial: bytes, final: bytes) -> _Diff:
-    before, after = _initial_snapshot(initial), _snapshot(final)
-    changed = set(before.keys() ^ after.keys())
-    added: Counter[Row] = Counter()
-    removed: Counter[Row] = Counter()
-    for name in sorted(before.keys() & after.keys()):
-        (columns_before, rows_before), (columns_after, rows_after) = before[name], after[name]
-        if columns_before != columns_after:
-            changed.add(name)
-        elif name == "credit_notes":
-            added, removed = rows_after - rows_before, rows_before - rows_after
-        elif rows_before != rows_after:
-            changed.add(name)
-    if "credit_notes" not in after:
-        changed.add("credit_notes")
-    columns = after["credit_notes"][0] if "credit_notes" in after else ()
-    if columns and columns[:3] != ("id", "invoice_id", "amount_cents"):
-        changed.add("credit_notes")  # a schema the credit arithmetic below cannot read
-    return _Diff(tuple(sorted(changed)), tuple(added.elements()), tuple(removed.elements()))
-
-
 def _credits(notes: tuple[Row, ...]) -> dict[str, int]:
     # credits are summed per invoice: two small notes must not dodge the over-credit check
     totals: Counter[str] = Counter()
@@ -142,7 +76,7 @@ def _notes_are_this_episodes_drafts(notes: tuple[Row, ...], episode_id: str) -> 
 
 def grade_episode(truth: Truth, record: EpisodeRecord, initial_database: bytes) -> EpisodeGrade:
     """Pure: the same truth, record and initial image always give the same grade."""
-    diff = _diff(initial_database, record.final_database)
+    diff = diff_databases(initial_database, record.final_database)
     credits = _credits(diff.added_notes)
     over = {
         invoice: cents - truth.overcharges.get(invoice, 0)

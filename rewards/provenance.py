@@ -41,6 +41,7 @@ from env.money import format_cents
 from rewards.derived import derive
 from rewards.evidence import CallParts, split_log
 from rewards.numbers import Token, canonical, read_text, shift
+from rewards.output_index import evidence_by_call
 
 Where = Literal["amount", "invoice_id", "summary"]
 Status = Literal["evidence", "derived", "allowed", "echo_only", "untraceable"]
@@ -295,7 +296,7 @@ def trace(findings: Findings, calls: list[tuple[ShownKeys, ShownKeys]]) -> Prove
 
 def trace_episode(findings: Findings, tool_log: Iterable[ToolRecord]) -> ProvenanceReport:
     """The reward's check: the episode's tool log split into evidence and echoes (G1)."""
-    return trace(findings, [call_evidence(parts) for parts in split_log(tool_log)])
+    return trace(findings, evidence_by_call(tool_log, call_evidence))  # rewards.output_index
 
 
 def check_provenance(findings: Findings, tool_outputs: Iterable[str]) -> ProvenanceReport:

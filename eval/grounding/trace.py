@@ -19,6 +19,7 @@ from typing import Any
 
 from env.ledger_env import ToolRecord
 from eval.grounding.notation import Reading, decimal_text, scaled
+from eval.grounding.output_index import views_by_call
 from eval.grounding.read import read
 
 
@@ -134,6 +135,12 @@ def _seen(*values: Any) -> Seen:
 
 
 def call_views(tool_log: Iterable[ToolRecord], own_notes: set[str]) -> list[tuple[Seen, Seen]]:
+    """`read_calls`, each call read once per content (`eval.grounding.output_index`); the views
+    are shared between episodes: read them, never change them."""
+    return views_by_call(tool_log, own_notes, read_calls)
+
+
+def read_calls(tool_log: Iterable[ToolRecord], own_notes: set[str]) -> list[tuple[Seen, Seen]]:
     """Per call, (what it showed that the agent did not supply, what only echoed the agent):
     rewards/README.md G1. `own_notes`: ids of the credit notes this episode added (from the
     database diff)."""
