@@ -168,6 +168,10 @@ def _dozens(s: Scenario, results: list[str], wrong_at: int | None) -> str:
     """Up to `_CALCULATIONS` right sums of printed amounts; one wrong at `wrong_at`."""
     shown = _amounts_shown(results)
     pairs = [(a, b) for a in shown for b in shown if a < b][:_CALCULATIONS]
+    if not pairs and shown:  # one printed amount: its double is still a calculation
+        pairs = [(shown[0], shown[0])]
+    if wrong_at is not None:  # fewer pairs than asked for: the wrong one is the last
+        wrong_at = min(wrong_at, len(pairs) - 1)
     lines = []
     for k, (a, b) in enumerate(pairs):
         total = Decimal(a) + Decimal(b) + (Decimal("0.01") if k == wrong_at else 0)
