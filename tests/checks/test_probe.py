@@ -189,20 +189,25 @@ def test_the_catalogue_lists_at_least_twenty_named_comparisons() -> None:
     assert all(c.compares and callable(c.check) for c in CATALOGUE)
 
 
-def test_a_check_is_quiet_on_a_correct_invoice_and_flags_a_changed_input() -> None:
+def test_a_check_flags_the_invoice_whose_input_changed_and_nothing_else() -> None:
+    # a check may fire on a correct invoice: that is a look-alike (a weekend issue converts at
+    # the Friday's rate), which is the point of world v4; a changed input must add exactly its
+    # own invoice
     seed = next(s for s in split_seeds("eval") if split_assignment("eval", s).label == "no_error")
     db = sqlite3.connect(":memory:")
     db.deserialize(generate("eval", seed).database)
     pointed = {"seats_vs_timeline", "tax_rate_vs_table", "fx_rate_vs_issue_day_rate"}
-    assert not pointed & set(fired_checks(db))
-    invoice = db.execute("SELECT id FROM invoices ORDER BY period_start DESC").fetchone()[0]
+    before = fired_checks(db)
+    flagged = set().union(*(before.get(name, frozenset()) for name in pointed))
+    rows = db.execute("SELECT id FROM invoices ORDER BY period_start DESC").fetchall()
+    invoice = next(i for (i,) in rows if i not in flagged)
     db.execute(
         "UPDATE invoices SET inputs = json_set(inputs, '$.seats', 999, '$.tax_rate', '0.5', "
         "'$.fx_rate', '7.5') WHERE id = ?",
         (invoice,),
     )
     fired = fired_checks(db)
-    assert all(fired[name] == {invoice} for name in pointed)
+    assert all(fired[name] == before.get(name, frozenset()) | {invoice} for name in pointed)
 
 
 def _rows_with_check() -> list[Row]:
