@@ -134,6 +134,8 @@ class Token:
 
 def normalise(text: str) -> str:
     """rewards/README.md G2.1 (rule 1 above)."""
+    if text.isascii():  # NFKC leaves ASCII as it is, and nothing below changes it
+        return text.replace("=", " = ")
     text = unicodedata.normalize("NFKC", text).replace("=", " = ")
     if text.isascii():
         return text
@@ -160,6 +162,7 @@ def normalise(text: str) -> str:
     return "".join(out)
 
 
+@lru_cache(maxsize=65536)  # the same words recur across tool outputs
 def _strip(word: str) -> str:
     """G2.2 (rule 2): edge punctuation, trailing dots, a possessive."""
     while True:
@@ -306,6 +309,7 @@ def _read_time(word: str) -> Token | None:
     return None
 
 
+@lru_cache(maxsize=65536)  # a word reads the same wherever it stands; tokens are frozen
 def read_word(word: str) -> Token | None:
     """G2.4 (rule 4) for one stripped word or joined phrase; None when it is not number-like."""
     has_digit = any(c.isdigit() for c in word)
@@ -460,7 +464,22 @@ def _read_at(words: list[str], i: int) -> tuple[Token | None, int]:
     return token, used
 
 
+@lru_cache(maxsize=65536)
+def _may_join(word: str) -> bool:
+    """Can a phrase (G2.3) start at this word? False: it is read on its own (`_phrase`'s last
+    branch), the other readers would all find nothing."""
+    day = _DAY.fullmatch(word)
+    return bool(
+        (day and int(day[1]) <= 31)
+        or _month_word(word) is not None
+        or _GROUP_HEAD.fullmatch(word)
+        or _is_number_word(word)
+    )
+
+
 def _phrase(words: list[str], i: int) -> tuple[Token | None, int]:
+    if not _may_join(words[i]):
+        return read_word(words[i]), 1
     named = _named_date(words, i)
     if named is not None:
         return named

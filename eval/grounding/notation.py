@@ -13,6 +13,7 @@ import unicodedata
 from dataclasses import dataclass
 from datetime import date
 from decimal import Context, Decimal, InvalidOperation
+from functools import lru_cache
 
 _PREC = Context(prec=10_000)
 CODES = {"USD", "EUR", "GBP", "CAD", "AUD"}
@@ -209,6 +210,7 @@ def _is_numeric_char(ch: str) -> bool:
     return unicodedata.numeric(ch, None) is not None
 
 
+@lru_cache(maxsize=65536)  # a word reads the same wherever it stands; readings are frozen
 def read_word(w: str) -> Reading | None:
     """G2.4 for one stripped word or joined phrase; None when it is not number-like."""
     digit = any(ch.isdigit() for ch in w)
