@@ -179,7 +179,11 @@ def value_keys(value: Any, keys: set[Key]) -> None:
             if number.is_finite() and abs(number.adjusted()) <= 60:
                 keys.add(("numbers", canonical(str(number.copy_abs()))))
         elif isinstance(item, dict):
-            stack.extend(item.keys())
+            for key in item:  # JSON keys are strings: read here, not pushed
+                if type(key) is str:
+                    keys.update(_text_keys(key))
+                else:
+                    stack.append(key)
             stack.extend(item.values())
         elif isinstance(item, list | tuple):
             stack.extend(item)

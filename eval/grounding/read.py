@@ -8,6 +8,7 @@ space-grouped digits, spelled-out cardinals, `percent`), then each word or phras
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from functools import lru_cache
 
@@ -23,6 +24,7 @@ from eval.grounding.notation import (
     scaled,
 )
 
+_ASCII_DIGIT = re.compile("[0-9]")
 _STRIP = set("()[]{}<>«»\"',;:!?*")
 _ONES = (
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen"
@@ -244,6 +246,8 @@ def read_with_signs(text: str) -> tuple[Reading | str | None, ...]:
 @lru_cache(maxsize=65536)
 def _alone(word: str) -> bool:
     """True when no phrase (G2.3) can start at this word: `_reading_at` reads it by itself."""
+    if len(word) > 7 and _ASCII_DIGIT.search(word):
+        return True  # too long for a day or a group head; month and number words have no digit
     return (
         as_day(word) is None
         and month_of(word) is None

@@ -23,6 +23,8 @@ from eval.grounding.notation import Reading, decimal_text, scaled
 from eval.grounding.output_index import views_by_call
 from eval.grounding.read import read
 
+_STAMP = re.compile(r"T(\d{1,2}):")  # the hour of a UTC timestamp
+
 
 @dataclass
 class Seen:
@@ -49,7 +51,7 @@ class Seen:
             days = r.value.split("|")
             self.days.update(days)
             # G7: a UTC timestamp also supports the customer's local day either side
-            stamp = re.search(r"T(\d{1,2}):", r.text) if len(days) == 1 else None
+            stamp = _STAMP.search(r.text) if len(days) == 1 else None
             if stamp:
                 hour, day = int(stamp.group(1)), date.fromisoformat(days[0])
                 if hour < 12:
@@ -134,8 +136,11 @@ _SEEN_FIELDS = ("numbers", "days", "months", "month_days", "ids", "words")
 @lru_cache(maxsize=65536)  # every episode of a scenario shows the same strings
 def _text_seen(text: str) -> tuple[tuple[str, frozenset[str]], ...]:
     """The keys one string adds to a `Seen`, by field (only the fields it fills)."""
+    readings = read(text)
+    if not readings:
+        return ()
     seen = Seen.empty()
-    for r in read(text):
+    for r in readings:
         seen.add_reading(r)
     return tuple((f, frozenset(getattr(seen, f))) for f in _SEEN_FIELDS if getattr(seen, f))
 
