@@ -98,14 +98,21 @@ class Seen:
         for name, keys in _text_seen(text):
             getattr(self, name).update(keys)
 
+    def fields(self) -> tuple[set[str], ...]:
+        """The key sets in `_SEEN_FIELDS` order."""
+        return self.numbers, self.days, self.months, self.month_days, self.ids, self.words
+
     def minus(self, other: Seen) -> Seen:
-        return Seen(*(getattr(self, f) - getattr(other, f) for f in _SEEN_FIELDS))
+        pairs = zip(self.fields(), other.fields(), strict=True)
+        return Seen(*[mine - theirs for mine, theirs in pairs])
 
     def both(self, other: Seen) -> Seen:
-        return Seen(*(getattr(self, f) & getattr(other, f) for f in _SEEN_FIELDS))
+        pairs = zip(self.fields(), other.fields(), strict=True)
+        return Seen(*[mine & theirs for mine, theirs in pairs])
 
     def union(self, other: Seen) -> Seen:
-        return Seen(*(getattr(self, f) | getattr(other, f) for f in _SEEN_FIELDS))
+        pairs = zip(self.fields(), other.fields(), strict=True)
+        return Seen(*[mine | theirs for mine, theirs in pairs])
 
     def backs(self, r: Reading) -> bool:
         """Does this call support the cited reading (G7)? Days imply their months and
@@ -142,7 +149,8 @@ def _text_seen(text: str) -> tuple[tuple[str, frozenset[str]], ...]:
     seen = Seen.empty()
     for r in readings:
         seen.add_reading(r)
-    return tuple((f, frozenset(getattr(seen, f))) for f in _SEEN_FIELDS if getattr(seen, f))
+    named = zip(_SEEN_FIELDS, seen.fields(), strict=True)
+    return tuple([(f, frozenset(keys)) for f, keys in named if keys])
 
 
 def _loads(text: str, **options: Any) -> Any:
