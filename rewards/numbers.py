@@ -115,6 +115,7 @@ _GROUP_LAST = re.compile(rf"[0-9]{{3}}[.,][0-9]+(?:%|[$€£]|(?i:{_CODE}))?")
 _DAY = re.compile(r"([0-9]{1,2})(?:st|nd|rd|th)?", re.IGNORECASE)
 _YEAR = re.compile(r"[0-9]{4}")
 _DECIMAL_COMMA = re.compile(r"[0-9]{1,3}(?:\.[0-9]{3})+,[0-9]+|[0-9]+,[0-9]{1,2}")
+_ASCII_DIGIT = re.compile("[0-9]")
 _MAX_EXPONENT = 30
 _EXACT = Context(prec=10_000)  # shifting a decimal point must never round
 
@@ -134,6 +135,8 @@ class Token:
 
 def normalise(text: str) -> str:
     """rewards/README.md G2.1 (rule 1 above)."""
+    if text.isascii():  # NFKC leaves ASCII as it is, and nothing below changes it
+        return text.replace("=", " = ")
     text = unicodedata.normalize("NFKC", text).replace("=", " = ")
     if text.isascii():
         return text
@@ -160,6 +163,7 @@ def normalise(text: str) -> str:
     return "".join(out)
 
 
+@lru_cache(maxsize=65536)  # the same words recur across tool outputs
 def _strip(word: str) -> str:
     """G2.2 (rule 2): edge punctuation, trailing dots, a possessive."""
     while True:
@@ -200,6 +204,11 @@ def _iso(year: int, month: int, day: int) -> str:
 
 def _date_token(raw: str, readings: list[tuple[int, int, int]]) -> Token:
     """Every valid calendar reading, joined by "|"; none valid: unreadable (G2, fail closed)."""
+    if len(readings) == 1:  # the common case: no set to build and sort
+        try:
+            return Token(raw, "date", date(*readings[0]).isoformat())  # = _iso when valid
+        except ValueError:
+            return Token(raw, "unreadable", raw)
     valid = sorted({_iso(*r) for r in readings if _valid(*r)})
     return Token(raw, "date", "|".join(valid)) if valid else Token(raw, "unreadable", raw)
 
@@ -306,16 +315,21 @@ def _read_time(word: str) -> Token | None:
     return None
 
 
+@lru_cache(maxsize=65536)  # a word reads the same wherever it stands; tokens are frozen
 def read_word(word: str) -> Token | None:
     """G2.4 (rule 4) for one stripped word or joined phrase; None when it is not number-like."""
-    has_digit = any(c.isdigit() for c in word)
+    is_ascii = word.isascii()  # then a digit is 0-9, and only a digit is numeric
+    if is_ascii:
+        has_digit = _ASCII_DIGIT.search(word) is not None
+    else:
+        has_digit = any(c.isdigit() for c in word)
     if _ID.fullmatch(word) and (has_digit or word.isupper()):
         return Token(word, "id", word.upper())
     if not has_digit:
-        if any(unicodedata.numeric(c, None) is not None for c in word):
+        if not is_ascii and any(unicodedata.numeric(c, None) is not None for c in word):
             return Token(word, "unreadable", word)
         return None
-    if not word.isascii() and any(
+    if not is_ascii and any(
         not c.isascii() and unicodedata.numeric(c, None) is not None for c in word
     ):
         return Token(word, "unreadable", word)
@@ -450,7 +464,10 @@ def read_items(text: str) -> tuple[Token | str | None, ...]:
 
 def _read_at(words: list[str], i: int) -> tuple[Token | None, int]:
     """The word or phrase at words[i] (G2.3-G2.4, `percent` after a number included)."""
-    token, used = _phrase(words, i)
+    if _may_join(words[i]):
+        token, used = _phrase(words, i)
+    else:
+        token, used = read_word(words[i]), 1
     if token is not None and token.kind == "number" and not token.raw.endswith("%"):
         extra = _percent_word(words, i + used)
         if extra:
@@ -458,6 +475,21 @@ def _read_at(words: list[str], i: int) -> tuple[Token | None, int]:
             token = Token(" ".join(words[i : i + used + extra]), "percent", rate)
             used += extra
     return token, used
+
+
+@lru_cache(maxsize=65536)
+def _may_join(word: str) -> bool:
+    """Can a phrase (G2.3) start at this word? False: `_phrase` would read it on its own (its
+    last branch), every joiner finding nothing, so `_read_at` reads it straight away."""
+    if len(word) > 7 and _ASCII_DIGIT.search(word):
+        return False  # longer than a day or a group head, and no month or number word has a digit
+    day = _DAY.fullmatch(word)
+    return bool(
+        (day and int(day[1]) <= 31)
+        or _month_word(word) is not None
+        or _GROUP_HEAD.fullmatch(word)
+        or _is_number_word(word)
+    )
 
 
 def _phrase(words: list[str], i: int) -> tuple[Token | None, int]:

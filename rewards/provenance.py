@@ -33,6 +33,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from decimal import Decimal
+from functools import lru_cache
 from typing import Any, Literal
 
 from env.findings import Findings
@@ -152,6 +153,12 @@ def token_keys(token: Token) -> list[Key]:
     return []  # time, unreadable
 
 
+@lru_cache(maxsize=65536)  # every episode of a scenario shows the same strings
+def _text_keys(text: str) -> tuple[Key, ...]:
+    """Every key the tokens of one string contribute (G7)."""
+    return tuple(key for token in read_text(text) for key in token_keys(token))
+
+
 def value_keys(value: Any, keys: set[Key]) -> None:
     """Every string, key and number of a JSON value, read as text (G2); adds to `keys`.
     Numbers count by their absolute value (G7)."""
@@ -159,8 +166,7 @@ def value_keys(value: Any, keys: set[Key]) -> None:
     while stack:
         item = stack.pop()
         if isinstance(item, str):
-            for token in read_text(item):
-                keys.update(token_keys(token))
+            keys.update(_text_keys(item))
         elif isinstance(item, bool) or item is None:
             continue
         elif isinstance(item, int):
@@ -173,7 +179,11 @@ def value_keys(value: Any, keys: set[Key]) -> None:
             if number.is_finite() and abs(number.adjusted()) <= 60:
                 keys.add(("numbers", canonical(str(number.copy_abs()))))
         elif isinstance(item, dict):
-            stack.extend(item.keys())
+            for key in item:  # JSON keys are strings: read here, not pushed
+                if type(key) is str:
+                    keys.update(_text_keys(key))
+                else:
+                    stack.append(key)
             stack.extend(item.values())
         elif isinstance(item, list | tuple):
             stack.extend(item)
@@ -355,6 +365,7 @@ if __name__ == "__main__":
 
     def cold() -> None:
         read_text.cache_clear()
+        _text_keys.cache_clear()
         trace_episode(findings, records)
 
     for label, run in (

@@ -13,6 +13,7 @@ import unicodedata
 from dataclasses import dataclass
 from datetime import date
 from decimal import Context, Decimal, InvalidOperation
+from functools import lru_cache
 
 _PREC = Context(prec=10_000)
 CODES = {"USD", "EUR", "GBP", "CAD", "AUD"}
@@ -27,6 +28,7 @@ _MONTH_NUMBERS = {
 }
 _PREFIXES = ("INV-", "CUS-", "SUB-", "PAY-", "CN-", "PLN-")
 _CLOCK = re.compile(r"\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?", re.ASCII)
+_ASCII_DIGIT = re.compile("[0-9]")
 _PLAIN = re.compile(r"\d+(?:\.\d+)?(?:[eE][+-]?\d+)?", re.ASCII)
 _GROUPINGS = (
     (re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?", re.ASCII), ",", "."),
@@ -73,6 +75,9 @@ def _calendar(year: int, month: int, day: int) -> str | None:
 
 def _dates(text: str, candidates: list[tuple[int, int, int]]) -> Reading:
     """Every valid calendar reading, joined by "|"; none valid: unreadable (G2, fail closed)."""
+    if len(candidates) == 1:  # the common case: no set to build and sort
+        day = _calendar(*candidates[0])
+        return Reading(text, "date", day) if day else Reading(text, "unreadable", text)
     days = sorted({d for d in (_calendar(*c) for c in candidates) if d})
     return Reading(text, "date", "|".join(days)) if days else Reading(text, "unreadable", text)
 
@@ -209,17 +214,20 @@ def _is_numeric_char(ch: str) -> bool:
     return unicodedata.numeric(ch, None) is not None
 
 
+@lru_cache(maxsize=65536)  # a word reads the same wherever it stands; readings are frozen
 def read_word(w: str) -> Reading | None:
     """G2.4 for one stripped word or joined phrase; None when it is not number-like."""
-    digit = any(ch.isdigit() for ch in w)
+    is_ascii = w.isascii()  # then a digit is 0-9, and only a digit is numeric
+    digit = _ASCII_DIGIT.search(w) is not None if is_ascii else any(ch.isdigit() for ch in w)
     upper = w.upper()
     if upper.startswith(_PREFIXES):
         rest = upper.split("-", 1)[1]
         if rest and rest.isascii() and rest.isalnum() and (digit or w == upper):
             return Reading(w, "id", upper)
     if not digit:
-        return Reading(w, "unreadable", w) if any(map(_is_numeric_char, w)) else None
-    if any(not ch.isascii() and _is_numeric_char(ch) for ch in w):
+        numeric = not is_ascii and any(map(_is_numeric_char, w))
+        return Reading(w, "unreadable", w) if numeric else None
+    if not is_ascii and any(not ch.isascii() and _is_numeric_char(ch) for ch in w):
         return Reading(w, "unreadable", w)
     for reader in (_as_date, _as_time, _as_number):
         try:

@@ -8,6 +8,7 @@ space-grouped digits, spelled-out cardinals, `percent`), then each word or phras
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from functools import lru_cache
 
@@ -23,6 +24,7 @@ from eval.grounding.notation import (
     scaled,
 )
 
+_ASCII_DIGIT = re.compile("[0-9]")
 _STRIP = set("()[]{}<>«»\"',;:!?*")
 _ONES = (
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen"
@@ -44,6 +46,8 @@ def _clean(text: str) -> str:
     """rewards/README.md G2.1: NFKC, every decimal digit to ASCII, look-alike signs to ASCII."""
     # `seats=20` (tool-argument style) is three words: `=` is never part of a number, and
     # no phrase joins across it (`3 = 342.34` is two numbers)
+    if text.isascii():  # NFKC and the loop below leave ASCII as it is
+        return text.replace("=", " = ")
     text = unicodedata.normalize("NFKC", text).replace("=", " = ")
     chars = []
     for ch in text:
@@ -58,6 +62,7 @@ def _clean(text: str) -> str:
     return "".join(chars)
 
 
+@lru_cache(maxsize=65536)  # the same words recur across tool outputs
 def _trim(word: str) -> str:
     """rewards/README.md G2.2: edge punctuation, trailing dots, a possessive."""
     changed = True
@@ -238,12 +243,28 @@ def read_with_signs(text: str) -> tuple[Reading | str | None, ...]:
     return tuple(out)
 
 
+@lru_cache(maxsize=65536)
+def _alone(word: str) -> bool:
+    """True when no phrase (G2.3) can start at this word: `_reading_at` reads it by itself."""
+    if len(word) > 7 and _ASCII_DIGIT.search(word):
+        return True  # too long for a day or a group head; month and number words have no digit
+    return (
+        as_day(word) is None
+        and month_of(word) is None
+        and not _group_head(word)
+        and not _number_word(word)
+    )
+
+
 def _reading_at(words: list[str], i: int) -> tuple[Reading | None, int]:
     """The word or phrase at words[i] and how many words it used (G2.3, G2.4)."""
     reading, used = None, 1
-    phrase = _month_phrase(words, i)
-    grouped = 0 if phrase else _space_group(words, i)
-    if phrase:
+    alone = _alone(words[i])
+    phrase = None if alone else _month_phrase(words, i)
+    grouped = 0 if phrase or alone else _space_group(words, i)
+    if alone:
+        reading = read_word(words[i])
+    elif phrase:
         reading, used = phrase
     elif grouped:
         reading, used = read_word(" ".join(words[i : i + grouped])), grouped

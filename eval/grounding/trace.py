@@ -15,12 +15,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, timedelta
 from decimal import Decimal
+from functools import lru_cache
 from typing import Any
 
 from env.ledger_env import ToolRecord
 from eval.grounding.notation import Reading, decimal_text, scaled
 from eval.grounding.output_index import views_by_call
 from eval.grounding.read import read
+
+_STAMP = re.compile(r"T(\d{1,2}):")  # the hour of a UTC timestamp
 
 
 @dataclass
@@ -48,7 +51,7 @@ class Seen:
             days = r.value.split("|")
             self.days.update(days)
             # G7: a UTC timestamp also supports the customer's local day either side
-            stamp = re.search(r"T(\d{1,2}):", r.text) if len(days) == 1 else None
+            stamp = _STAMP.search(r.text) if len(days) == 1 else None
             if stamp:
                 hour, day = int(stamp.group(1)), date.fromisoformat(days[0])
                 if hour < 12:
@@ -66,16 +69,22 @@ class Seen:
 
     def add_json(self, value: Any) -> None:
         """Every key, string and number of a JSON value; numbers by absolute value (G7)."""
+        # strings, most of a value, are read here rather than one call deeper
         if isinstance(value, dict):
             for key, item in value.items():
-                self.add_json(key)
-                self.add_json(item)
+                for part in (key, item):
+                    if type(part) is str:
+                        self._add_text(part)
+                    else:
+                        self.add_json(part)
         elif isinstance(value, list):
             for item in value:
-                self.add_json(item)
+                if type(item) is str:
+                    self._add_text(item)
+                else:
+                    self.add_json(item)
         elif isinstance(value, str):
-            for r in read(value):
-                self.add_reading(r)
+            self._add_text(value)
         elif isinstance(value, bool) or value is None:
             return
         elif isinstance(value, int):
@@ -85,19 +94,29 @@ class Seen:
             if number.is_finite() and abs(number.adjusted()) <= 60:  # beyond: no match, and
                 self.numbers.add(decimal_text(number.copy_abs()))  # too many digits to write
 
+    def _add_text(self, text: str) -> None:
+        for name, keys in _text_seen(text):
+            getattr(self, name).update(keys)
+
+    def fields(self) -> tuple[set[str], ...]:
+        """The key sets in `_SEEN_FIELDS` order."""
+        return self.numbers, self.days, self.months, self.month_days, self.ids, self.words
+
     def minus(self, other: Seen) -> Seen:
-        return Seen(*(getattr(self, f) - getattr(other, f) for f in _SEEN_FIELDS))
+        pairs = zip(self.fields(), other.fields(), strict=True)
+        return Seen(*[mine - theirs for mine, theirs in pairs])
 
     def both(self, other: Seen) -> Seen:
-        return Seen(*(getattr(self, f) & getattr(other, f) for f in _SEEN_FIELDS))
+        pairs = zip(self.fields(), other.fields(), strict=True)
+        return Seen(*[mine & theirs for mine, theirs in pairs])
 
     def union(self, other: Seen) -> Seen:
-        return Seen(*(getattr(self, f) | getattr(other, f) for f in _SEEN_FIELDS))
+        pairs = zip(self.fields(), other.fields(), strict=True)
+        return Seen(*[mine | theirs for mine, theirs in pairs])
 
     def backs(self, r: Reading) -> bool:
         """Does this call support the cited reading (G7)? Days imply their months and
         month-days."""
-        months = self.months | {d[:7] for d in self.days}
         if r.kind == "number":
             return r.value in self.numbers
         if r.kind == "percent":
@@ -105,10 +124,11 @@ class Seen:
         if r.kind == "date":
             return any(d in self.days for d in r.value.split("|"))
         if r.kind == "month":
-            return r.value in months
+            return r.value in self.months or any(d[:7] == r.value for d in self.days)
         if r.kind == "month_day":
             return r.value in self.month_days or any(d[4:] == r.value[1:] for d in self.days)
         if r.kind == "year":
+            months = self.months | {d[:7] for d in self.days}
             return r.value in self.numbers or any(m[:4] == r.value for m in months)
         if r.kind == "id":
             return r.value in self.ids
@@ -118,6 +138,19 @@ class Seen:
 
 
 _SEEN_FIELDS = ("numbers", "days", "months", "month_days", "ids", "words")
+
+
+@lru_cache(maxsize=65536)  # every episode of a scenario shows the same strings
+def _text_seen(text: str) -> tuple[tuple[str, frozenset[str]], ...]:
+    """The keys one string adds to a `Seen`, by field (only the fields it fills)."""
+    readings = read(text)
+    if not readings:
+        return ()
+    seen = Seen.empty()
+    for r in readings:
+        seen.add_reading(r)
+    named = zip(_SEEN_FIELDS, seen.fields(), strict=True)
+    return tuple([(f, frozenset(keys)) for f, keys in named if keys])
 
 
 def _loads(text: str, **options: Any) -> Any:
