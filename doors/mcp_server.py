@@ -79,7 +79,7 @@ def build_server(sessions: EpisodeSessions, *, sessionless: bool) -> Server[Any]
     tools = ledger_tools()
 
     async def list_tools(
-        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools)
 
@@ -178,7 +178,8 @@ def _main(argv: Sequence[str] | None) -> int:
     server = build_server(sessions, sessionless=not args.http)
     try:
         if args.http:
-            asyncio.run(serve_http(server, sessions, DEFAULT_PORT if args.port is None else args.port))
+            port = DEFAULT_PORT if args.port is None else args.port
+            asyncio.run(serve_http(server, sessions, port))
         else:
             asyncio.run(serve_stdio(server))
     except KeyboardInterrupt:

@@ -12,7 +12,7 @@ import base64
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import mcp_types as types
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from verifiers.v1 import State, Toolset, ToolsetConfig
 
 from doors.mcp_tools import ledger_tools, run_tool
@@ -38,7 +38,7 @@ class EpisodeState(State):
     """The episode as the tool server last saw it; rewritten whole after every call."""
 
     episode_id: str = ""
-    tool_log: list[LoggedCall] = []
+    tool_log: list[LoggedCall] = Field(default_factory=list)
     findings: dict[str, Any] | None = None  # the submitted findings, as JSON
     database: str = ""  # base64 of the SQLite image after the last call; "" before any call
     done: bool = False  # submitted, or the tool budget is spent
@@ -87,7 +87,7 @@ class LedgerToolset(Toolset[ToolsetConfig, EpisodeState]):
         tools = ledger_tools()
 
         async def list_tools(
-            ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams
+            ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
         ) -> types.ListToolsResult:
             return types.ListToolsResult(tools=tools)
 

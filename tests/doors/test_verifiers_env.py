@@ -166,9 +166,7 @@ def test_vf_eval_against_a_real_server_scores_like_the_rollout(variant, tmp_path
 
 @pytest.mark.slow
 @pytest.mark.parametrize("variant", VARIANTS)
-def test_vf_eval_scores_the_reference_like_the_rollout_on_all_100_eval_scenarios(
-    variant, tmp_path
-):
+def test_vf_eval_scores_the_reference_like_the_rollout_on_all_100_eval_scenarios(variant, tmp_path):
     scenarios = {scenario.scenario_id: scenario for scenario in eval_scenarios()}
     with ScriptedOpenAIServer(program_responder(reference_for_all), streaming=True) as server:
         traces = run_vf_eval(server.base_url, tmp_path, limit=100, reward=variant, concurrency=8)

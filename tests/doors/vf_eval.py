@@ -34,7 +34,8 @@ def run_vf_eval(
     command += ["-c", str(concurrency), "--client.base-url", base_url]
     command += ["--client.api-key-var", API_KEY_VAR, "--env.taskset.task.reward", reward]
     command += ["--no-push", "--no-rich", "-o", str(out), "--run.name", "run", *extra]
-    env = {**os.environ, API_KEY_VAR: "sk-local", "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    path = f"{bin_dir}{os.pathsep}{os.environ['PATH']}"
+    env = {**os.environ, API_KEY_VAR: "sk-local", "PATH": path}
     done = subprocess.run(
         command,
         cwd=ROOT,
