@@ -203,6 +203,31 @@ def test_streaming_requests_are_refused_with_an_openai_error(server):
         chat(server.base_url, USER, stream=True)
 
 
+def test_a_streaming_server_sends_the_same_turn_as_server_sent_events():
+    turn = tool_call_turn("get_invoice", {"invoice_id": "INV-7F3K2Q"}, content="Looking.")
+
+    async def streamed(base_url: str) -> Any:
+        async with openai.AsyncOpenAI(base_url=base_url, api_key="x", max_retries=0) as client:
+            options = {"include_usage": True}
+            stream = client.chat.completions.stream(
+                model="scripted", messages=USER, stream_options=options
+            )
+            async with stream as events:
+                return await events.get_final_completion()
+
+    with ScriptedOpenAIServer(lambda body: turn, streaming=True) as running:
+        completion = asyncio.run(streamed(running.base_url))
+
+    [choice] = completion.choices
+    [call] = choice.message.tool_calls or []
+    assert choice.message.content == "Looking." and choice.finish_reason == "tool_calls"
+    assert (call.function.name, call.function.arguments) == (
+        "get_invoice",
+        turn["tool_calls"][0]["arguments"],
+    )
+    assert completion.usage is not None and completion.usage.total_tokens > 0
+
+
 def test_strict_model_refuses_a_stale_model_name_like_vllm():
     with (
         ScriptedOpenAIServer(lambda body: text_turn("ok"), strict_model=True) as running,

@@ -7,7 +7,8 @@ body into one assistant turn (helpers in `tests.support.scripted_turns`). Infras
 can be scripted too: any HTTP status (`fail_next`), a hang (`hang`), a crash mid-run
 (`die_after`), a context limit (`max_model_len`), and the two ways real servers treat a tool
 call they cannot parse (`malformed_calls`: vLLM returns it as text, `transformers serve`
-answers a plain HTTP 500). Test support only.
+answers a plain HTTP 500). `streaming=True` answers `stream: true` requests as server-sent events
+(`tests.support.scripted_stream`); by default they are refused. Test support only.
 Use: `with ScriptedOpenAIServer(replay_responder([...])) as server: ... server.base_url`.
 """
 
@@ -29,6 +30,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from tests.support.scripted_stream import stream_events
 from tests.support.scripted_turns import (
     Responder,
     ScriptExhausted,
@@ -116,6 +118,7 @@ class ScriptedOpenAIServer:
         malformed_calls: MalformedCalls = "pass",
         max_model_len: int | None = None,
         die_after: int | None = None,
+        streaming: bool = False,
     ) -> None:
         """`die_after`: answer that many chat requests, then crash on the next one (the
         connection drops unanswered and nothing listens any more)."""
@@ -129,6 +132,7 @@ class ScriptedOpenAIServer:
         self.malformed_calls: MalformedCalls = malformed_calls
         self.max_model_len = max_model_len
         self.die_after = die_after
+        self.streaming = streaming
         self._lock = threading.Lock()
         self._requests: list[dict[str, Any]] = []
         self._failures: deque[_HTTPError] = deque()
@@ -228,7 +232,7 @@ class ScriptedOpenAIServer:
             time.sleep(self.latency_s)
         if failure is not None:
             raise failure
-        _check_chat_body(body, self.model_name if self.strict_model else None)
+        _check_chat_body(body, self.model_name if self.strict_model else None, self.streaming)
         self._check_context(body)
         try:
             reply = ScriptedReply.model_validate(self.responder(body))
@@ -342,8 +346,8 @@ def _approx_tokens(text: str) -> int:
     return math.ceil(len(text) / 4)
 
 
-def _check_chat_body(body: dict[str, Any], served_model: str | None) -> None:
-    if body.get("stream"):
+def _check_chat_body(body: dict[str, Any], served_model: str | None, streaming: bool) -> None:
+    if body.get("stream") and not streaming:
         raise _HTTPError(400, "streaming is not supported by the scripted server; use stream=false")
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
@@ -437,6 +441,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             with contextlib.suppress(OSError):
                 self.connection.shutdown(socket.SHUT_RDWR)
+            return
+        if body.get("stream"):  # only reached with `streaming=True`
+            self._send_bytes(status, stream_events(body, payload), "text/event-stream", {})
             return
         self._send(status, payload)
 
