@@ -29,12 +29,12 @@ _MONTH = re.compile(
 )
 
 
-def _find(label: str, fits: Callable[[Scenario], bool]) -> Scenario:
-    for seed in split_seeds("eval"):
-        scenario = generate("eval", seed)
+def _find(label: str, fits: Callable[[Scenario], bool], split: str = "eval") -> Scenario:
+    for seed in split_seeds(split, 400 if split == "train" else None):
+        scenario = generate(split, seed)
         if reveal_truth(scenario).label == label and fits(scenario):
             return scenario
-    raise AssertionError(f"no {label} eval scenario fits")
+    raise AssertionError(f"no {label} {split} scenario fits")
 
 
 def _listing(scenario: Scenario) -> dict[str, dict[str, Any]]:
@@ -154,8 +154,9 @@ def test_each_disputed_invoice_is_named_or_quoted_by_the_complaint_or_it_quotes_
 
 
 def test_a_vague_complaint_that_quotes_a_month_disputes_the_invoices_of_that_month() -> None:
+    # the rule does not depend on the frozen sets; world v4's eval has no such case, train does
     scenario = _find("no_error", lambda s: len(reveal_truth(s).disputed_invoices) > 1
-                     and _MONTH.search(s.complaint) is not None)  # fmt: skip
+                     and _MONTH.search(s.complaint) is not None, "train")  # fmt: skip
     month = _MONTH.search(scenario.complaint)
     assert month is not None
     wanted = datetime.strptime(month[0], "%B %Y").strftime("%Y-%m")
