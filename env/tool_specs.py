@@ -21,6 +21,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from env.tool_errors import ToolError
 from env.tools import TOOL_NAMES, WRITE_TOOLS, BillingTools
 
+# The contract's version (design §3): names and result shapes are frozen; an additive result
+# field bumps it. 1: the nine tools as released; 2: `usage_units_before_change` in an invoice's
+# billing inputs and a recompute's assumptions (world v4: usage split at a plan change).
+TOOL_CONTRACT_VERSION = 2
 MAX_ARGUMENT_CHARS = 20_000
 MAX_NUMBER_DIGITS = 30  # JSON numbers beyond 10**30 (or below 10**-30) are refused
 _ARG_LINE = re.compile(r"^    (\w+): (.*)$")

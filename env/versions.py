@@ -12,14 +12,16 @@ from functools import cache
 from pathlib import Path
 
 from env.generator import GENERATOR_VERSION
-from env.tool_specs import openai_tools
+from env.tool_specs import TOOL_CONTRACT_VERSION, openai_tools
 
 _ENV_DIR = Path(__file__).resolve().parent
 
 
 @cache
 def tool_contract_hash() -> str:
-    text = json.dumps(openai_tools(), sort_keys=True, separators=(",", ":"))
+    # the schemas and the version: an additive result field moves the hash too
+    contract = {"version": TOOL_CONTRACT_VERSION, "tools": openai_tools()}
+    text = json.dumps(contract, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 

@@ -18,7 +18,7 @@ import pytest
 
 from env.ledger_env import LedgerEnv
 from env.scenario import Scenario
-from env.tool_specs import openai_tools, parse_docstring
+from env.tool_specs import TOOL_CONTRACT_VERSION, openai_tools, parse_docstring
 from env.tools import TOOL_NAMES, WRITE_TOOLS, BillingTools
 from tests.env.conftest import (
     APRIL,
@@ -77,6 +77,7 @@ def current_contract(scenario: Scenario) -> dict[str, Any]:
     episode.close()
     tools = openai_tools()
     return {
+        "version": TOOL_CONTRACT_VERSION,
         "tools": [tool["function"]["name"] for tool in tools],
         "parameters": {tool["function"]["name"]: tool["function"]["parameters"] for tool in tools},
         "result_keys": {name: sorted(result_keys[name]) for name in TOOL_NAMES},
