@@ -28,7 +28,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from doors.mcp_tools import ledger_tools, run_tool, tool_result
 from doors.scenario_ids import ScenarioIdError, scenario_from_id
 from doors.verdict import judge_episode, verdict_summary
-from env.cli import Parser, UsageError, positive_int, run
+from env.cli import Parser, UsageError, positive_int, run_command
 from env.episode import record_episode
 from env.ledger_env import DEFAULT_TOOL_BUDGET, LedgerEnv
 from env.scenario import Scenario
@@ -190,7 +190,7 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return run("python -m doors.mcp_server", _main, argv)
+    return run_command("python -m doors.mcp_server", _main, argv)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ MAIN_GUARD = 'if __name__ == "__main__":'
 NOT_COMMANDS = {  # run by checks.bench as `python -c <file text>` inside the tree under test
     "checks.bench_worker": "checks.bench's timing worker, not a command",
     "checks.bench_tau2_worker": "checks.bench's tau2-bench worker, not a command",
+    "doors.verifiers_tools": "the tool server verifiers starts per rollout (its own CLI)",
 }
 # Commands whose parser is still a plain argparse one (two lines: usage and error); their files
 # are being rewritten elsewhere. strict: once one is fixed, this list must lose it.

@@ -1,7 +1,8 @@
 """Imports only point down the layers, and no modules import each other (design: style guide).
 
-Layers, lowest first: env < rewards < agent < eval < training < train.py; checks/ (the CI gates)
-and experiments/ (research) sit above all and nothing else may import them; eval and rewards never
+Layers, lowest first: env < rewards < agent < eval < training < train.py; doors/ (other
+interfaces), checks/ (the CI gates) and experiments/ (research) sit above all and nothing else
+may import them; eval and rewards never
 import each other (the grader's verdict and the training reward stay independent; only
 checks/agreement compares them). Every .py is parsed with `ast`, imports inside functions and
 under TYPE_CHECKING included, so a lazy import cannot hide an edge.
@@ -15,8 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("env", "rewards", "agent", "eval", "training", "checks", "experiments")
-TOP = ("checks", "experiments")
+PACKAGES = ("env", "rewards", "agent", "eval", "training", "doors", "checks", "experiments")
+TOP = ("doors", "checks", "experiments")
 RANK = {"env": 0, "rewards": 1, "agent": 2, "eval": 3, "training": 4, "train": 5}
 RANK |= dict.fromkeys(TOP, 6)
 APART = {frozenset({"eval", "rewards"})}  # neither may import the other, whatever the order

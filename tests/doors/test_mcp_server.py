@@ -33,6 +33,10 @@ from tests.doors.vf_eval import ROOT
 
 SCENARIO = "eval-100000"  # trial_period_charged: one affected invoice, one credit note
 SERVER = [sys.executable, "-m", "doors.mcp_server", "--scenario", SCENARIO]
+_PLAYED = generate("eval", 100000)
+CUSTOMER = _PLAYED.customer_id
+((AFFECTED, OWED_CENTS),) = reveal_truth(_PLAYED).overcharges.items()
+OWED = f"{OWED_CENTS // 100}.{OWED_CENTS % 100:02d}"
 LIMIT_S = 60
 Connect = Callable[[], AbstractAsyncContextManager[Client]]
 
@@ -120,7 +124,7 @@ def test_the_reference_solution_is_graded_a_grounded_success_with_full_marks(tra
     async def body(connect: Connect) -> None:
         async with connect() as client:
             submitted = await _play_reference(client)
-            after = await client.call_tool("get_customer", {"customer_id": "CUS-KCWPMQ"})
+            after = await client.call_tool("get_customer", {"customer_id": CUSTOMER})
         assert not submitted.is_error and _json(submitted)["status"] == "submitted"
         grade = _json(submitted, 1)["grade"]
         assert grade["success"] and grade["grounded_success"]
@@ -142,17 +146,17 @@ def test_a_malformed_call_gets_ledger_envs_error_result_and_the_session_goes_on(
         async with connect() as client:
             malformed = await client.call_tool("get_invoice", {"invoice_id": 5})
             unknown = await client.call_tool("refund_everything", {})
-            customer = await client.call_tool("get_customer", {"customer_id": "CUS-KCWPMQ"})
+            customer = await client.call_tool("get_customer", {"customer_id": CUSTOMER})
         assert malformed.is_error and malformed.content[0].text == expected
         assert unknown.is_error and "unknown tool" in _json(unknown)["error"]
-        assert not customer.is_error and _json(customer)["customer_id"] == "CUS-KCWPMQ"
+        assert not customer.is_error and _json(customer)["customer_id"] == CUSTOMER
 
     _run(transport, body)
 
 
 @TRANSPORTS
 def test_two_concurrent_sessions_never_see_each_others_credit_notes(transport):
-    note = {"invoice_id": "INV-PZYKRV", "amount": "196.96", "reason": "Verified trial charge"}
+    note = {"invoice_id": AFFECTED, "amount": OWED, "reason": "Verified trial charge"}
     invoice = {"invoice_id": note["invoice_id"]}
 
     async def body(connect: Connect) -> None:
@@ -162,7 +166,7 @@ def test_two_concurrent_sessions_never_see_each_others_credit_notes(transport):
             seen_by_second = _json(await second.call_tool("get_invoice", invoice))
             second_draft = await second.call_tool("draft_credit_note", note)
         assert not drafted.is_error
-        assert seen_by_first["amount_credited"] == "196.96" and seen_by_first["credit_notes"]
+        assert seen_by_first["amount_credited"] == OWED and seen_by_first["credit_notes"]
         assert seen_by_second["amount_credited"] == "0.00" and seen_by_second["credit_notes"] == []
         assert not second_draft.is_error  # the full amount is still uncredited in its database
 
@@ -174,7 +178,7 @@ def test_a_sessionless_http_request_is_refused_rather_than_given_a_shared_databa
         async with connect() as client:
             url = client.server
         async with Client(url, mode="2026-07-28") as sessionless:  # type: ignore[arg-type]
-            result = await sessionless.call_tool("get_customer", {"customer_id": "CUS-KCWPMQ"})
+            result = await sessionless.call_tool("get_customer", {"customer_id": CUSTOMER})
         assert result.is_error and _json(result)["error"] == NO_SESSION_ERROR
 
     _run("http", body)
