@@ -142,7 +142,7 @@ def decorate_main(b: WorldBuilder, story: Story, skip: tuple[str, ...] = ()) -> 
     assert b.draft is not None
     first_paid = 1 if story.trial_end is not None else 0
     if story.coupon is None and first_paid < story.periods and _main_draw(b, "coupon", skip):
-        _coupon(b, story, first_paid)
+        _coupon(b, story, first_paid, fixed_ok=True)
         ended = _coupon_end(story)
         if ended is not None and _main_draw(b, "coupon_removed", skip):
             assert story.coupon is not None
@@ -162,7 +162,9 @@ def decorate_main(b: WorldBuilder, story: Story, skip: tuple[str, ...] = ()) -> 
     # usage in arrears is billed on the plan in force when its invoice's period starts
     # (env/README.md), so a swap between metered plans is billed like any other; a look-alike
     # whose evidence is the usage arithmetic passes skip=("swap",)
-    swap_ok = not story.plan_changes
+    # a fixed amount off stays below every subtotal it covers: no credit-shrunk one after it
+    fixed = story.coupon is not None and story.coupon.amount_off_cents is not None
+    swap_ok = not story.plan_changes and not (fixed and b.label != "coupon_not_applied")
     if swap_ok and story.periods >= 2 and _main_draw(b, "swap", skip):
         plans = {p.id.removeprefix("PLN-"): p for p in b.draft.plans}
         # a downgrade's credit could exceed the charge after a cancellation or a seat cut
@@ -174,6 +176,7 @@ def decorate_main(b: WorldBuilder, story: Story, skip: tuple[str, ...] = ()) -> 
         _withdrawn_cancel(b, story, b.rng.randrange(room))
     # metered usage of the last period would be owed on a final invoice: plain plans only
     ends = story.cancel_effective is None and not story.plan.overage_unit_price_cents
+    ends = ends and not (fixed and b.label != "coupon_not_applied")
     if ends and "canceled" not in kinds and _main_draw(b, "ended", skip):
         _cancel(b, story)
 
@@ -320,9 +323,14 @@ def _extend_trial(b: WorldBuilder, story: Story) -> None:
     story.sub.events.sort(key=lambda e: e.occurred_at)
 
 
-def _coupon(b: WorldBuilder, story: Story, first_paid: int) -> None:
+def _coupon(b: WorldBuilder, story: Story, first_paid: int, *, fixed_ok: bool = False) -> None:
+    """A coupon entered in a paid period; with `fixed_ok`, maybe a fixed amount off, but only
+    where no covered subtotal is shrunk (a plan change's credit, a prorated first or last
+    period): capped at such a subtotal it would swallow the fault's overcharge."""
     kind = b.pick(("once", "repeating", "forever"))
     k = b.rng.randint(first_paid, max(first_paid, story.periods - 2))
+    fixed_ok = fixed_ok and not story.plan_changes and story.cancel_effective is None
+    fixed_ok = fixed_ok and (k > first_paid or story.trial_end is None)
     start, end = story.period(k)
     # from the first paid period on: entered a few days before that period's invoice
     applied = start + days(b.rng.randint(1, (end - start).days - 2))
@@ -333,7 +341,7 @@ def _coupon(b: WorldBuilder, story: Story, first_paid: int) -> None:
         periods=b.rng.randint(1, 3) if kind == "repeating" else None,
         valid_from=applied - days(b.rng.randint(0, 40)),
         valid_until=applied + days(b.rng.randint(90, 420)),
-        percent=b.pick((10, 15, 20, 25)),
+        **(coupon_terms(b, story, PERCENTS) if fixed_ok else {"percent": b.pick(PERCENTS)}),
     )
     story.coupon, story.coupon_from = coupon, applied
     story.sub.coupon_code = coupon.code
@@ -342,6 +350,27 @@ def _coupon(b: WorldBuilder, story: Story, first_paid: int) -> None:
         story.event_at(story.sub.started_at, "coupon_applied", details)
     else:
         story.event(applied, b.work_time(), "coupon_applied", details)
+
+
+PERCENTS = (10, 15, 20, 25)
+AMOUNTS_OFF = (500, 1000, 1500, 2000, 2500, 5000)  # USD cents, converted at the fx rate
+AMOUNT_OFF_RATE = 0.25  # of the coupons whose plan leaves room for a fixed amount
+
+
+def amount_off(b: WorldBuilder, story: Story) -> int | None:
+    """A fixed amount off (USD cents), drawn as often in every class as in coupon_not_applied
+    (a fixed-amount coupon is no label), or None for a percentage. It stays at most half the
+    plan's first charge, so no invoice bills 0.00 from it (the engine caps it at the subtotal)."""
+    quantity = min([story.seats] + [n for _, n in story.seat_changes])
+    quantity = quantity if story.plan.per_seat else 1
+    amounts = [a for a in AMOUNTS_OFF if 2 * a <= story.plan.prices[0][0] * quantity]
+    return b.pick(amounts) if amounts and b.rng.random() < AMOUNT_OFF_RATE else None
+
+
+def coupon_terms(b: WorldBuilder, story: Story, percents: tuple[int, ...]) -> dict[str, int | None]:
+    """`new_coupon`'s terms: a fixed amount off (`amount_off`) or a percentage from `percents`."""
+    off = amount_off(b, story)
+    return {"percent": None if off else b.pick(percents), "amount_off_cents": off}
 
 
 def _seat_change(b: WorldBuilder, story: Story, k: int) -> None:
@@ -503,7 +532,7 @@ def pending_changes(b: WorldBuilder, story: Story, opened_at: str) -> list[str]:
                 periods=None,
                 valid_from=day - days(b.rng.randint(0, 30)),
                 valid_until=day + days(b.rng.randint(60, 400)),
-                percent=b.pick((10, 15, 20, 25, 30)),
+                **coupon_terms(b, story, (10, 15, 20, 25, 30)),
             )
             if coupon.duration == "repeating":
                 coupon.duration_periods = b.rng.randint(2, 6)

@@ -65,7 +65,9 @@ def proration_error(b: WorldBuilder) -> FaultOutcome:
     recorded the wrong plan_change_date."""
     b.make_customer()
     plans = b.make_catalog()
-    cheap, dear = (plans[k] for k in b.pick((("TEAM", "BUSINESS"), ("GROWTH", "SCALE"))))
+    # a pay-as-you-go Growth has no allowance to keep usage inside: no usage-free metered pair
+    pairs = [("TEAM", "BUSINESS")] + [("GROWTH", "SCALE")] * bool(plans["GROWTH"].included_units)
+    cheap, dear = (plans[k] for k in b.pick(pairs))
     variant = b.pick(PRORATION_VARIANTS)
     upgrade = variant != "downgrade_applied_late"
     before, after = (cheap, dear) if upgrade else (dear, cheap)
@@ -143,8 +145,8 @@ def _wrong_change_date(b: WorldBuilder, variant: str, period: tuple[date, date],
         return start + days(1)
     if variant == "change_backdated":
         return day - days(b.rng.randint(MIN_SHIFT_DAYS, (day - start).days - 1))
-    if b.rng.random() < 0.5:
-        return end  # no proration at all: the dearer old plan kept for the whole period
+    # a date inside the period, as every correct change has (never `end`, the victim's own
+    # period start, which no correct invoice records)
     return day + days(b.rng.randint(MIN_SHIFT_DAYS, (end - day).days - 1))
 
 
@@ -260,7 +262,9 @@ def _downgrade_pair(b: WorldBuilder, plans: dict[str, Plan]) -> tuple[Plan, Plan
     if draw < 0.3 and team_cost > starter.prices[0][0] * 115 // 100:
         return team, starter, seats
     growth, scale = plans["GROWTH"], plans["SCALE"]
-    if draw >= 0.6 and scale.prices[0][0] > growth.prices[0][0] * 115 // 100:
+    # a pay-as-you-go Growth has no allowance for `_usage_within` (0 units is no real month)
+    dearer = scale.prices[0][0] > growth.prices[0][0] * 115 // 100
+    if draw >= 0.6 and dearer and growth.included_units:
         return scale, growth, seats  # metered: see `_usage_within`
     return plans["BUSINESS"], team, seats
 

@@ -13,7 +13,7 @@ from datetime import UTC, date, datetime, time
 from fractions import Fraction
 from zoneinfo import ZoneInfo
 
-from env.background import decorate_main
+from env.background import amount_off, decorate_main
 from env.billing import compute_invoice
 from env.builder import WorldBuilder, data
 from env.calendar import days, fx_day
@@ -32,7 +32,6 @@ from env.story import Story
 from env.world import Coupon, Invoice
 
 PERCENTS = (10, 15, 20, 25, 30, 40, 50)
-AMOUNTS_OFF = (500, 1000, 1500, 2000, 2500, 5000)  # USD cents
 
 
 def _run(b: WorldBuilder, allowed: list[int]) -> list[int]:
@@ -73,10 +72,7 @@ def coupon_not_applied(b: WorldBuilder) -> FaultOutcome:
         valid_until = starts[end] + days(b.rng.randint(1, (starts[end + 1] - starts[end]).days - 2))
     else:
         valid_until = date(starts[-1].year + b.rng.randint(0, 1), 12, 31)
-    # a fixed amount stays well under the smallest subtotal: a 0.00 invoice reads as a bug
-    quantity = story.seats if story.plan.per_seat else 1
-    amounts = [a for a in AMOUNTS_OFF if 2 * a <= story.plan.prices[0][0] * quantity]
-    off = b.pick(amounts) if amounts and b.rng.random() < 0.25 else None
+    off = amount_off(b, story)  # as often as the background's coupons (`amount_off`)
     coupon = b.new_coupon(
         duration=duration,
         periods=count,
@@ -186,8 +182,8 @@ def usage_overage_miscalculated(b: WorldBuilder) -> FaultOutcome:
     story.usage.clear()
     story.sub.usage.clear()
     # maybe a Growth <-> Scale change (its period's usage is billed in two parts); with one
-    # finished period there would be no unsplit period left for the fault
-    decorate_main(b, story, skip=("swap",) if n < 2 else ())
+    # finished period besides the decoys there would be no unsplit period left for the fault
+    decorate_main(b, story, skip=("swap",) if n - len(shapes) < 2 else ())
     for k in range(n):
         factor = b.rng.uniform(0.6, 1.8)  # over half the allowance: doubling always overcharges
         if k in decoy_ks:

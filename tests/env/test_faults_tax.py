@@ -72,7 +72,7 @@ def test_wrong_tax_rate_comes_as_an_outdated_rate_or_another_jurisdictions_rate(
 def test_wrong_tax_rate_l3_inspects_an_invoice_taxed_correctly_after_a_rate_change() -> None:
     for scenario in scenarios("wrong_tax_rate", "L3"):
         tools = Tools(scenario)
-        home = tools.customer()["tax_jurisdiction"]
+        home, timezone = tools.customer()["tax_jurisdiction"], tools.customer()["timezone"]
         truth = reveal_truth(scenario)
         looked = [c.arguments["invoice_id"] for c in truth.reference if c.name == "get_invoice"]
         changed_and_right = []
@@ -80,23 +80,26 @@ def test_wrong_tax_rate_l3_inspects_an_invoice_taxed_correctly_after_a_rate_chan
             invoice = tools.invoice(invoice_id)
             if invoice_id in truth.overcharges or invoice["tax"]["jurisdiction"] != home:
                 continue
-            right = tools("get_tax_rate", jurisdiction=home, date=invoice["period_start"])
+            # the rate of the local issue day (a trial's first paid invoice: the trial end)
+            issued = utc_to_local_date(invoice["issued_at"], timezone).isoformat()
+            right = tools("get_tax_rate", jurisdiction=home, date=issued)
             assert invoice["tax"]["rate"] == right["rate"]
             if right["effective_from"] > "2023-01-01":  # a change, and it was applied
                 changed_and_right.append(invoice_id)
         assert changed_and_right
 
 
-def test_reading_the_utc_issue_date_instead_of_the_period_start_finds_the_same_rate() -> None:
+def test_reading_the_utc_issue_date_instead_of_the_local_one_finds_the_same_rate() -> None:
     for scenario in all_levels("wrong_tax_rate"):
         tools = Tools(scenario)
-        home = tools.customer()["tax_jurisdiction"]
+        home, timezone = tools.customer()["tax_jurisdiction"], tools.customer()["timezone"]
         truth = reveal_truth(scenario)
         for step in truth.reference:
             if step.name != "get_invoice":
                 continue
             invoice = tools.invoice(step.arguments["invoice_id"])
-            local = tools("get_tax_rate", jurisdiction=home, date=invoice["period_start"])
+            issued = utc_to_local_date(invoice["issued_at"], timezone).isoformat()
+            local = tools("get_tax_rate", jurisdiction=home, date=issued)
             utc = tools("get_tax_rate", jurisdiction=home, date=invoice["issued_at"][:10])
             assert local["rate"] == utc["rate"]
 
