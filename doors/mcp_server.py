@@ -25,7 +25,7 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
-from doors.mcp_tools import ledger_tools, run_tool, tool_result
+from doors.mcp_tools import list_tools_handler, run_tool, tool_result
 from doors.scenario_ids import ScenarioIdError, scenario_from_id
 from doors.verdict import judge_episode, verdict_summary
 from env.cli import Parser, UsageError, positive_int, run_command
@@ -76,12 +76,7 @@ def build_server(sessions: EpisodeSessions, *, allow_sessionless: bool) -> Serve
     """The low-level MCP server with tools/list and tools/call. Unless `allow_sessionless`, it
     refuses the sessionless 2026-07-28 probe (HTTP, where such requests could not be told apart);
     over stdio the process is the session, so both protocol eras serve one episode."""
-    tools = ledger_tools()
-
-    async def list_tools(
-        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
-    ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=tools)
+    list_tools = list_tools_handler()
 
     async def call_tool(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams

@@ -10,9 +10,10 @@ arguments first and answer in their own words.
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-from mcp_types import CallToolResult, TextContent, Tool
+from mcp_types import CallToolResult, ListToolsResult, TextContent, Tool
 
 from env.ledger_env import LedgerEnv
 
@@ -27,6 +28,16 @@ def ledger_tools() -> list[Tool]:
         )
         for spec in LedgerEnv.tool_specs()
     ]
+
+
+def list_tools_handler() -> Callable[[Any, Any], Awaitable[ListToolsResult]]:
+    """The low-level tools/list handler both doors register: the nine tools, every time."""
+    listed = ListToolsResult(tools=ledger_tools())
+
+    async def list_tools(ctx: Any, params: Any) -> ListToolsResult:
+        return listed
+
+    return list_tools
 
 
 def arguments_text(arguments: dict[str, Any] | None) -> str:

@@ -15,7 +15,7 @@ import mcp_types as types
 from pydantic import BaseModel, Field
 from verifiers.v1 import State, Toolset, ToolsetConfig
 
-from doors.mcp_tools import ledger_tools, run_tool
+from doors.mcp_tools import list_tools_handler, run_tool
 from env.episode import EpisodeRecord
 from env.findings import Findings
 from env.generator import generate
@@ -84,12 +84,7 @@ class LedgerToolset(Toolset[ToolsetConfig, EpisodeState]):
         # arguments against a Python signature and answer in the SDK's words; the low-level
         # handlers go in underneath so LedgerEnv sees every call (doors.mcp_tools).
         server = mcp._lowlevel_server
-        tools = ledger_tools()
-
-        async def list_tools(
-            ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
-        ) -> types.ListToolsResult:
-            return types.ListToolsResult(tools=tools)
+        list_tools = list_tools_handler()
 
         async def call_tool(
             ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
