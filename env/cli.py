@@ -61,9 +61,10 @@ def run_command(
 ) -> int:
     """Runs a command's body; a `UsageError` (or one of `user_errors`: a bad file, an unknown
     run) becomes one line on stderr and status 2."""
+    handled: tuple[type[Exception], ...] = (UsageError, *user_errors)
     try:
         return body(argv)
-    except (UsageError, *user_errors) as exc:
+    except handled as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return EXIT_USER_ERROR
     except BrokenPipeError:  # `... | head`: the reader left; no traceback at exit either
@@ -74,9 +75,10 @@ def run_command(
 def run_resumable(body: Callable[[], int], user_errors: tuple[type[Exception], ...]) -> int:
     """For commands that append progress as they go (eval.run, training.filter): `body()`'s
     status; a `UsageError` or one of `user_errors` is one line, and Ctrl-C says a rerun resumes."""
+    handled: tuple[type[Exception], ...] = (UsageError, *user_errors)
     try:
         return body()
-    except (UsageError, *user_errors) as exc:
+    except handled as exc:
         return fail(exc)
     except KeyboardInterrupt:
         print("interrupted; rerun the same command to resume", file=sys.stderr)

@@ -73,6 +73,7 @@ def trace_findings(findings: Findings, views: list[tuple[Seen, Seen]]) -> list[T
         found = tuple(n for n, (shown, _) in enumerate(views) if shown.backs(reading))
         echoed = tuple(n for n, (_, echo) in enumerate(views) if echo.backs(reading))
         number = reading.kind == "number"
+        sources: tuple[int, ...]
         if number and reading.value in derived.wrong:  # G10.4: a wrong calculation
             status, sources = "untraceable", ()
         elif found:
