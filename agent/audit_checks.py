@@ -204,13 +204,41 @@ def _in_force(
     inside the period).
     """
     value = initial
-    for event in events:
+    for event in _standing(events):
         if event.kind != kind:
             continue
         waits = event.details.get("effective") in ("next_period", "at_period_end")
-        if event.local < start if waits else event.local <= through:
+        named = _named_date(event)  # a change that names its own date counts from that date
+        if named is not None:
+            counts = named <= (start if kind == "seats_changed" else through)
+        else:
+            counts = event.local < start if waits else event.local <= through
+        if counts:
             value = next((event.details[k] for k in keys if k in event.details), value)
     return value
+
+
+def _named_date(event: Event) -> date | None:
+    """The date an event's `effective` names (a backdated plan change, a seat change for a
+    later period start), or None for "immediately" / a period boundary."""
+    effective = event.details.get("effective")
+    return day(effective) if isinstance(effective, str) and effective[:1].isdigit() else None
+
+
+def _standing(events: list[Event]) -> list[Event]:
+    """The events without the scheduled plan changes the customer withdrew before they took
+    effect (a `plan_change_withdrawn` after them): billing rightly kept the old plan."""
+    dropped: set[int] = set()
+    for i, event in enumerate(events):
+        if event.kind != "plan_change_withdrawn":
+            continue
+        for j in range(i - 1, -1, -1):
+            earlier = events[j]
+            if earlier.kind == "plan_changed":
+                if earlier.details.get("to_plan_id") == event.details.get("to_plan_id"):
+                    dropped.add(j)
+                break
+    return [e for i, e in enumerate(events) if i not in dropped]
 
 
 def _created(events: list[Event]) -> Json:
@@ -218,15 +246,22 @@ def _created(events: list[Event]) -> Json:
 
 
 def _before(events: list[Event], start: date) -> list[Event]:
-    """Immediate plan changes inside the period before `start`: this invoice prorates them."""
+    """Immediate plan changes inside the period before `start`: this invoice prorates them
+    (a backdated one, `effective` = a date, from that date: `_change_day`)."""
     earlier = previous_period_start(start)
     return [
         e
         for e in events
         if e.kind == "plan_changed"
-        and e.details.get("effective") == "immediately"
-        and earlier < e.local < start
+        and (e.details.get("effective") == "immediately" or _named_date(e) is not None)
+        and earlier < _change_day(e) < start
     ]
+
+
+def _change_day(event: Event) -> date:
+    """The local day an immediate plan change's proration starts: its own, or the earlier
+    date agreed with sales that the event names."""
+    return _named_date(event) or event.local
 
 
 def _periods(ev: Evidence) -> list[tuple[Json, Json, date, date, list[Event]]]:
@@ -289,12 +324,14 @@ def proration_error(ev: Evidence) -> list[Candidate]:
         before = _before(events, start)
         if inputs.get("previous_plan") is None or recorded is None or not before:
             continue
-        change = before[-1]
-        if recorded == change.local:
+        change = max(before, key=_change_day)
+        if recorded == _change_day(change):
             continue
-        crossed = recorded == change.utc != change.local
+        named = _named_date(change)
+        crossed = named is None and recorded == change.utc != change.local
+        when = f"is {change.local} in {ev.timezone}" if named is None else f"is effective {named}"
         note = (
-            f"plan_changed at {change.stamp} UTC is {change.local} in {ev.timezone}, but "
+            f"plan_changed at {change.stamp} UTC {when}, but "
             f"{summary['invoice_id']} prorated from plan_change_date {recorded}"
         )
         found.append(
@@ -302,7 +339,7 @@ def proration_error(ev: Evidence) -> list[Candidate]:
                 TIMEZONE_LABEL if crossed else "proration_error",
                 summary["invoice_id"],
                 note,
-                {"plan_change_date": change.local.isoformat()},
+                {"plan_change_date": _change_day(change).isoformat()},
             )
         )
     return found

@@ -62,9 +62,19 @@ def _order(sub: sqlite3.Row, events: list[sqlite3.Row]) -> list[str]:
     if any(s < created for s in stamps):
         problems.append(f"{sub['id']}: an event is dated before `created`")
     request: sqlite3.Row | None = None
+    scheduled: sqlite3.Row | None = None  # a plan change waiting for the period end
     for e in events:
         details = json.loads(e["details"])
-        if e["type"] == "cancel_requested":
+        if e["type"] == "plan_changed":
+            waits = details.get("effective") in ("at_period_end", "next_period")
+            scheduled = e if waits else None
+        elif e["type"] == "plan_change_withdrawn":
+            if scheduled is None or json.loads(scheduled["details"])["to_plan_id"] != details.get(
+                "to_plan_id"
+            ):
+                problems.append(f"{sub['id']}: a plan change withdrawn that was not scheduled")
+            scheduled = None
+        elif e["type"] == "cancel_requested":
             request = e
         elif e["type"] == "canceled":
             if request is None or request["occurred_at"] >= e["occurred_at"]:
@@ -90,10 +100,12 @@ def _per_seat_only(
     for e in events:
         details = json.loads(e["details"])
         if e["type"] == "plan_changed":
-            if details.get("effective") == "immediately":
-                current, scheduled = details["to_plan_id"], None
-            else:
+            if details.get("effective") in ("at_period_end", "next_period"):
                 scheduled = details["to_plan_id"]
+            else:  # immediately, or from a date of the same period (backdated)
+                current, scheduled = details["to_plan_id"], None
+        elif e["type"] == "plan_change_withdrawn":
+            scheduled = None
         elif e["type"] == "seats_changed":
             for plan_id in (current, scheduled):
                 if plan_id is not None and plans[plan_id]["pricing"] != "per_seat":
@@ -136,7 +148,8 @@ def _reflected_after(
                 local(e["occurred_at"]).isoformat()  # type: ignore[operator]
                 for e in before
                 if e["type"] == "plan_changed"
-            }
+            }  # or the earlier date a backdated change names
+            days |= {d.get("effective", "") for k, d in kinds if k == "plan_changed"}
             if change < row["period_start"] and change not in days:
                 problems.append(f"{row['id']}: prorates a change on {change} not yet logged")
     return problems

@@ -18,6 +18,13 @@ from datetime import date, time, timedelta
 from env.builder import WorldBuilder, data
 from env.calendar import days, local_to_utc, utc_to_local_date
 from env.changes import earlier_credit, immediate_swap, late_days
+from env.lookalikes_plans import (
+    WITHDRAWN_PLAN_RATE,
+    WITHDRAWN_SECOND_RATE,
+    backdated_effective,
+    deferred_seats,
+    withdrawn_plan_change,
+)
 from env.story import Story, later_stamp
 from env.world import Invoice, Plan
 
@@ -78,8 +85,9 @@ def decorate_second(b: WorldBuilder, plans: dict[str, Plan]) -> tuple[Story, lis
         _coupon(b, story, first_paid)
         features.append("coupon")
     if plan.per_seat and _draw(b, "seats"):
-        for k in sorted(b.rng.sample(range(story.periods - 1), b.rng.randint(1, 2))):
-            _seat_change(b, story, k)
+        ks = sorted(b.rng.sample(range(story.periods - 1), b.rng.randint(1, 2)))
+        for k in ks:
+            _seat_change(b, story, k, last=k == ks[-1])
         features.append("seats")
     swap = _swap_plan(plan, plans)
     if swap is not None and _draw(b, "upgrade_now"):
@@ -93,12 +101,20 @@ def decorate_second(b: WorldBuilder, plans: dict[str, Plan]) -> tuple[Story, lis
             old, new = new, old
         features.append("upgrade_now")
     elif swap is not None and _draw(b, "scheduled_downgrade"):
+        if withdrawn_plan_change(b, story, plans, WITHDRAWN_SECOND_RATE):
+            features.append("withdrawn_plan_change")
+            return _second_end(b, story, features)
         k = b.rng.randint(first_paid, story.periods - 2)
         start, end = story.period(k)
         story.plan_changes.append((end, swap))
         day = start + days(b.rng.randint(2, (end - start).days - 3))
         _plan_change(b, story, day, swap, "at_period_end")
         features.append("scheduled_downgrade")
+    return _second_end(b, story, features)
+
+
+def _second_end(b: WorldBuilder, story: Story, features: list[str]) -> tuple[Story, list[str]]:
+    """The second subscription's cancellation story: withdrawn, done, or none."""
     if _draw(b, "withdrawn_cancel"):
         _withdrawn_cancel(b, story, b.rng.randint(0, story.periods - 2))
         features.append("withdrawn_cancel")
@@ -120,13 +136,14 @@ def ordered_by(b: WorldBuilder) -> str:
 
 
 MAIN_RATE = {"coupon": 0.45, "seats": 0.85, "swap": 0.85, "withdrawn": 0.3, "ended": 0.45}
-MAIN_RATE.update(coupon_removed=0.7, price_rise=0.3)
+MAIN_RATE.update(coupon_removed=0.7, price_rise=0.3, withdrawn_plan=WITHDRAWN_PLAN_RATE)
 MAIN_SKIP = {  # the fault's own structure, or one its arithmetic cannot share
     "coupon": ("coupon_not_applied",),
     "seats": ("seat_count_mismatch",),
     # faults with plan changes of their own (two classes get upgrades only: `decorate_main`)
     "swap": ("proration_error", "downgrade_not_applied"),
     "withdrawn": (),
+    "withdrawn_plan": ("downgrade_not_applied",),  # its own scheduled change
     "ended": ("billed_after_cancellation",),
     "coupon_removed": (),
     "price_rise": (),
@@ -157,8 +174,9 @@ def decorate_main(b: WorldBuilder, story: Story, skip: tuple[str, ...] = ()) -> 
     seats_ok = story.plan.per_seat and not story.seat_changes and seated
     if seats_ok and _main_draw(b, "seats", skip):
         count = b.rng.randint(1, min(2, len(seated)))
-        for k in sorted(b.rng.sample(seated, count)):
-            _seat_change(b, story, k)
+        ks = sorted(b.rng.sample(seated, count))
+        for k in ks:
+            _seat_change(b, story, k, last=k == ks[-1])
     # usage in arrears is billed on the plan in force when its invoice's period starts
     # (env/README.md), so a swap between metered plans is billed like any other; a look-alike
     # whose evidence is the usage arithmetic passes skip=("swap",)
@@ -170,6 +188,9 @@ def decorate_main(b: WorldBuilder, story: Story, skip: tuple[str, ...] = ()) -> 
         # a downgrade's credit could exceed the charge after a cancellation or a seat cut
         upgrades_only = b.label in ("billed_after_cancellation", "seat_count_mismatch")
         immediate_swap(b, story, plans, upgrades_only=upgrades_only)
+    if story.periods >= 2 and _main_draw(b, "withdrawn_plan", skip):
+        plans = {p.id: p for p in b.draft.plans}
+        withdrawn_plan_change(b, story, plans, 1.0)
     kinds = {e.type for e in story.sub.events}
     room = _periods_before_cancel(story)
     if room and "renewed" not in kinds and _main_draw(b, "withdrawn", skip):
@@ -373,16 +394,21 @@ def coupon_terms(b: WorldBuilder, story: Story, percents: tuple[int, ...]) -> di
     return {"percent": None if off else b.pick(percents), "amount_off_cents": off}
 
 
-def _seat_change(b: WorldBuilder, story: Story, k: int) -> None:
+def _seat_change(b: WorldBuilder, story: Story, k: int, *, last: bool = False) -> None:
+    """A seat rise asked in period k, from the next period start; the `last` one of a story
+    may name a later period start instead (`lookalikes_plans.deferred_seats`)."""
     start, end = story.period(k)
     day = start + days(b.rng.randint(1, (end - start).days - 2))
     before = story.seats_at(day)
     # a rise only: with a later downgrade a smaller seat count could push the next invoice's
     # proration credit above its charge (the world has no negative invoices)
     after = before + b.pick((1, 2, 3, 5))
-    story.seat_changes.append((end, after))
+    effective = end
+    if last and k + 2 < story.periods and story.plan_at(story.period(k + 2)[0]).per_seat:
+        effective = deferred_seats(b, story, k)
+    story.seat_changes.append((effective, after))
     details: dict[str, object] = {"from_seats": before, "to_seats": after}
-    details["effective"] = "next_period"
+    details["effective"] = "next_period" if effective == end else effective.isoformat()
     if b.rng.random() < 0.4:
         details["changed_by"] = b.customer.email
     story.event(day, b.work_time(), "seats_changed", details)
@@ -397,11 +423,13 @@ def _swap_plan(plan: Plan, plans: dict[str, Plan]) -> Plan | None:
 
 
 def _plan_change(b: WorldBuilder, story: Story, day: date, to: Plan, effective: str) -> None:
-    if effective == "immediately":
+    logged = day
+    if effective == "immediately":  # now and then agreed with sales and backdated
+        day, logged, effective = backdated_effective(b, story, day)
         story.plan_changes.append((day, to))
     before = story.plan_at(day - timedelta(days=1))
     details = {"from_plan_id": before.id, "to_plan_id": to.id, "effective": effective}
-    story.event(day, b.work_time(), "plan_changed", details)
+    story.event(logged, b.work_time(), "plan_changed", details)
 
 
 def _cancel(b: WorldBuilder, story: Story) -> None:
@@ -526,6 +554,9 @@ def pending_changes(b: WorldBuilder, story: Story, opened_at: str) -> list[str]:
             details = {"from_seats": seats, "to_seats": after if after != seats else seats + 1}
             details["effective"] = "next_period"
             story.event(day, at, "seats_changed", details)
+            # the row shows the seats ordered, the next invoice bills them (as a pending
+            # immediate plan change shows its plan): the last invoice still has the old count
+            story.sub.seats = details["to_seats"]
         elif feature == "coupon" and story.coupon is None:
             coupon = b.new_coupon(
                 duration=b.pick(("once", "repeating", "forever")),

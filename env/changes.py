@@ -12,6 +12,7 @@ from datetime import UTC, date, datetime, timedelta
 
 from env.builder import WorldBuilder
 from env.calendar import utc_stamp
+from env.lookalikes_plans import backdated_effective
 from env.story import Story
 from env.world import CreditNote, Invoice, Plan
 
@@ -58,9 +59,11 @@ def immediate_swap(
         return
     start, end = story.period(b.rng.randint(first, story.periods - 2))
     day = b.pick(late_days(start, end, story.plan, to, margin=2))
+    early_ok = unused_share(story.plan, to) >= 1.0
+    day, logged, effective = backdated_effective(b, story, day, early_ok=early_ok)
     story.plan_changes.append((day, to))
-    details = {"from_plan_id": story.plan.id, "to_plan_id": to.id, "effective": "immediately"}
-    story.event(day, b.work_time(), "plan_changed", details)
+    details = {"from_plan_id": story.plan.id, "to_plan_id": to.id, "effective": effective}
+    story.event(logged, b.work_time(), "plan_changed", details)
 
 
 CREDIT_REASONS = (
