@@ -392,13 +392,16 @@ def _coupon_periods(ev: Evidence, sub_id: str, coupon: Json) -> list[Json]:
         if removed and start >= removed[0].isoformat():
             continue
         eligible.append(summary)
+    # periods, not invoices: a trial's zero invoice shares its period start with the first
+    # paid one, and a coupon counts that period once
+    starts = list(dict.fromkeys(str(s.get("period_start")) for s in eligible))
     duration = coupon.get("duration")
     if duration == "once":
-        return eligible[:1]
-    if duration == "repeating":
+        starts = starts[:1]
+    elif duration == "repeating":
         periods = coupon.get("duration_periods")
-        return eligible[: periods if isinstance(periods, int) else 0]
-    return eligible
+        starts = starts[: periods if isinstance(periods, int) else 0]
+    return [s for s in eligible if str(s.get("period_start")) in starts]
 
 
 def coupon_not_applied(ev: Evidence) -> list[Candidate]:

@@ -78,7 +78,7 @@ class _Audit:
                 )
         payments = yield from self.ask("list_payments", customer_id=customer_id)
         ev.payments = [p for p in listed(payments.get("payments")) if isinstance(p, dict)]
-        for summary in _reading_order(ev.invoices, complaint):
+        for summary in _reading_order(ev.invoices, complaint, _after_changes(ev)):
             if self.left <= DETAIL_RESERVE:
                 break
             invoice_id = summary["invoice_id"]
@@ -176,10 +176,35 @@ class _Audit:
         )
 
 
-def _reading_order(invoices: list[Json], complaint: str) -> list[Json]:
-    """Invoices the complaint names first, then the ones whose total moved most from the same
-    subscription's previous invoice (a fault changes a total; when the budget cannot fetch
-    every invoice, those are the ones worth reading), then the rest in period order."""
+CHANGE_EVENTS = ("seats_changed", "plan_changed", "coupon_applied", "canceled", "trial_ended")
+
+
+def _after_changes(ev: Evidence) -> set[str]:
+    """The first invoice of each subscription issued after each change on its timeline: the
+    one a change should show on first (a seat or plan change ignored starts there)."""
+    first: set[str] = set()
+    for sub_id, timeline in ev.timelines.items():
+        own = sorted(
+            (s for s in ev.invoices if s.get("subscription_id") == sub_id),
+            key=lambda s: str(s.get("issued_at")),
+        )
+        for event in listed(timeline.get("events")):
+            if not isinstance(event, dict) or event.get("type") not in CHANGE_EVENTS:
+                continue
+            stamp = str(event.get("occurred_at"))
+            after = [s for s in own if str(s.get("issued_at")) > stamp]
+            if after:
+                first.add(after[0]["invoice_id"])
+    return first
+
+
+def _reading_order(
+    invoices: list[Json], complaint: str, after: set[str] = frozenset()
+) -> list[Json]:
+    """Invoices the complaint names first, then the first invoice after each timeline change
+    (`_after_changes`), then the ones whose total moved most from the same subscription's
+    previous invoice (a fault changes a total; when the budget cannot fetch every invoice,
+    those are the ones worth reading), then the rest in period order."""
     named = set(_INVOICE_ID.findall(complaint))
     previous: dict[str, int] = {}
     jump: dict[str, int] = {}
@@ -189,7 +214,7 @@ def _reading_order(invoices: list[Json], complaint: str) -> list[Json]:
         jump[summary["invoice_id"]] = abs(total - previous.get(sub, 0))  # a first: its total
         previous[sub] = total
     rest = [s for s in invoices if s["invoice_id"] not in named]
-    rest.sort(key=lambda s: -jump[s["invoice_id"]])
+    rest.sort(key=lambda s: (s["invoice_id"] not in after, -jump[s["invoice_id"]]))
     return [s for s in invoices if s["invoice_id"] in named] + rest
 
 
