@@ -53,7 +53,9 @@ def seat_count_mismatch(b: WorldBuilder) -> FaultOutcome:
     b.make_customer()
     plans = b.make_catalog()
     plan = b.pick([p for p in plans.values() if p.per_seat])
-    variant = b.pick(SEAT_VARIANTS)
+    # a double-counted rise bills a count no seats_changed event ever named: one decisive
+    # value, so L1 only (design §2); from L2 the wrong count is a stale one from the timeline
+    variant = b.pick(SEAT_VARIANTS if b.difficulty == "L1" else SEAT_VARIANTS[::2])
     change_k, count, tail = _seat_layout(b, variant)
     first_bad = change_k + (2 if variant == "reduction_reverted" else 1)
     story = b.make_story(

@@ -146,8 +146,9 @@ def _wrong_change_date(b: WorldBuilder, variant: str, period: tuple[date, date],
     if variant == "change_backdated":
         return day - days(b.rng.randint(MIN_SHIFT_DAYS, (day - start).days - 1))
     # a date inside the period, as every correct change has (never `end`, the victim's own
-    # period start, which no correct invoice records)
-    return day + days(b.rng.randint(MIN_SHIFT_DAYS, (end - day).days - 1))
+    # period start, which no correct invoice records, nor the last day: correct changes fall
+    # at least two days before the period ends, `changes.late_days`)
+    return day + days(b.rng.randint(MIN_SHIFT_DAYS, max(MIN_SHIFT_DAYS, (end - day).days - 2)))
 
 
 def _seat_change_decoy(b: WorldBuilder, story: Story) -> None:

@@ -138,3 +138,33 @@ def test_usage_across_a_plan_change_kept_whole_is_flagged() -> None:
         assert any("not split at the change" in p for p in world_problems(db, faulted))
         return
     pytest.fail("no split usage period in 200 train worlds")
+
+
+def test_a_plan_change_withdrawn_that_was_never_scheduled_is_flagged(
+    world: sqlite3.Connection,
+) -> None:
+    sub = _main_sub(world)
+    last = world.execute(
+        "SELECT MAX(occurred_at) FROM subscription_events WHERE subscription_id = ?", (sub,)
+    ).fetchone()[0]
+    stamp = last[:-3] + "59Z"
+    _add_event(world, sub, stamp, "plan_change_withdrawn", {"to_plan_id": "PLN-TEAM"})
+    assert any("not scheduled" in p for p in _problems(world))
+
+
+def test_generated_lookalikes_have_possible_timelines() -> None:
+    """Withdrawn scheduled changes, backdated changes and seat changes for a later period
+    (`env.lookalikes_plans`) pass, and some of them occur in these worlds."""
+    seen = set()
+    for seed in range(spec("train").first_seed, spec("train").first_seed + 120):
+        scenario = generate("train", seed)
+        db = open_database(scenario.database)
+        db.row_factory = sqlite3.Row
+        tz = db.execute("SELECT timezone FROM customers").fetchone()[0]
+        faulted = set(reveal_truth(scenario).overcharges)
+        assert timeline_problems(db, lambda s, tz=tz: utc_to_local_date(s, tz), faulted) == []
+        for kind, details in db.execute("SELECT type, details FROM subscription_events"):
+            effective = str(json.loads(details).get("effective", ""))
+            if kind == "plan_change_withdrawn" or effective[:1].isdigit():
+                seen.add(kind)
+    assert {"plan_change_withdrawn", "plan_changed", "seats_changed"} <= seen
