@@ -428,11 +428,12 @@ class WorldBuilder:
         return invoice
 
     def settle_subscription_row(self, story: Story) -> None:
-        """The subscription row shows its state at the end of the last billed period."""
+        """The subscription row shows its plan at the end of the last billed period and the
+        latest seat count ordered (one that waits for a later period start included)."""
         ks = story.billed_periods()
         last_day = story.period(ks[-1])[1] - days(1) if ks else story.anchor
         story.sub.plan_id = story.plan_at(last_day).id
-        story.sub.seats = story.seats_at(last_day)
+        story.sub.seats = story.seats_at(date.max)
 
     def pay(
         self, invoice: Invoice, *, after: str | None = None, status: str = ""

@@ -113,7 +113,8 @@ def test_the_price_rise_was_announced_before_the_invoice_and_is_billed() -> None
         assert invoice["billing_inputs"]["plan"]["unit_price"] == rise["unit_price"]
         assert parse_amount(rise["unit_price"]) > parse_amount(history[-2]["unit_price"])
         previous = tools.invoice(outcome.focus[1].id)
-        assert parse_amount(invoice["total"]) > parse_amount(previous["total"])
+        if invoice["billing_inputs"]["proration_end"] is None:  # not cut short by an end
+            assert parse_amount(invoice["total"]) > parse_amount(previous["total"])
 
 
 def test_the_changed_tax_rate_is_the_rate_in_force_on_each_invoice() -> None:
@@ -161,7 +162,12 @@ def test_the_upgrade_is_prorated_from_the_local_date_of_its_event() -> None:
         tools = Tools(scenario)
         zone = tools("get_customer", customer_id=scenario.customer_id)["timezone"]
         invoice = tools.invoice(outcome.focus[0].id)
-        (event,) = [e for e in tools.timeline_of(invoice)["events"] if e["type"] == "plan_changed"]
+        events = tools.timeline_of(invoice)["events"]
+        (event,) = [  # a withdrawn scheduled change may sit beside it (lookalikes_plans)
+            e
+            for e in events
+            if e["type"] == "plan_changed" and e["details"]["effective"] == "immediately"
+        ]
         local = utc_to_local_date(event["occurred_at"], zone)
         assert local.isoformat() == invoice["billing_inputs"]["plan_change_date"]
         assert len(invoice["lines"]) >= 2
