@@ -137,7 +137,7 @@ class _Audit:
         difference = cents(result.get("difference"))
         if difference is None or difference <= 0:
             return []
-        shown = ", ".join(f"{k}={v}" for k, v in candidate.overrides.items())
+        shown = candidate.shown or ", ".join(f"{k}={v}" for k, v in candidate.overrides.items())
         note = (
             f"{candidate.note}; recompute_invoice with {shown} totals {result.get('total')} "
             f"against billed {result.get('billed_total')}, difference {result.get('difference')} "
