@@ -380,14 +380,16 @@ def _put_fx(b: WorldBuilder, day: date, rate: Fraction) -> None:
 def _wrong_day(b: WorldBuilder, invoice: Invoice) -> tuple[date, Fraction]:
     """Another recorded day whose rate is higher, so the conversion overcharges.
 
-    A stale rate (an earlier period's start) first, then a few earlier days; if none of
-    those is higher, a day is recorded with a rate 1.5-4 % above the right one.
+    A stale rate (an earlier day the table holds, latest first); if none of those is higher,
+    an earlier day is recorded with a rate at least 1 % above the right one, inside the
+    table's usual band where it has room.
     """
     start = invoice.billed.period_start
     # never the day before: that is the UTC date of some issue times, a defensible reading
     latest = (start - days(2)).isoformat()
     known = sorted(date.fromisoformat(d) for d in b.fx if d <= latest)
-    tries = list(reversed(known)) + [start - days(b.rng.randint(2, 31)) for _ in range(4)]
+    # only days the table already holds: fresh look-ups would add rows only this class has
+    tries = list(reversed(known))
     for day in tries:
         if day.weekday() >= 5 or day == invoice.billed.fx_rate_date:
             continue  # a weekend has no rate; the right day is no mistake
