@@ -276,7 +276,8 @@ def decorate_payments(b: WorldBuilder, avoid: list[Invoice]) -> list[str]:
     if safe and _draw(b, "goodwill_credit"):
         invoice = b.pick(safe)
         total = invoice.billed_amounts().total_cents
-        earlier_credit(b, invoice, max(100, total * b.rng.randint(5, 20) // 100), invoice.issued_at)
+        cents = min(total, max(100, total * b.rng.randint(5, 20) // 100))  # never beyond it
+        earlier_credit(b, invoice, cents, invoice.issued_at)
         features.append("goodwill_credit")
     if b.draft.invoices and _draw(b, "memo"):
         invoice = b.pick(b.draft.invoices)
