@@ -28,6 +28,7 @@ from agent.audit_evidence import (
 )
 from env.billing import previous_period_start
 from env.calendar import fx_day
+from env.money import format_cents
 
 TIMEZONE_LABEL = "timezone_period_boundary"
 # Which side of 1 a USD -> currency rate sits on: an analyst's sanity band, not scenario data.
@@ -62,6 +63,12 @@ def duplicate_payments(ev: Evidence) -> list[Candidate]:
         )
         if refunded:
             note += f", {money(refunded, currency)} refunded"
+            rows = [p for p in mine if p.get("status") == "refunded"]
+            extra = [a for a in amounts if a - refunded == over]
+            if extra and len(rows) == 1 and not ev.credited(invoice_id):
+                # what is still owed is printed nowhere: one step from two printed amounts (G10)
+                calc = f"{format_cents(extra[0])} − {format_cents(refunded)}"
+                note += f": {calc} = {money(over, currency)} still owed"
         if ev.credited(invoice_id):
             note += f", {money(ev.credited(invoice_id), currency)} already credited"
         found.append(Candidate("duplicate_payment", invoice_id, note, cents=over))

@@ -13,7 +13,7 @@ from collections import Counter
 from checks.invariants import world_problems
 from env.generator import generate
 from env.ledger_env import open_database
-from env.money import parse_amount
+from env.money import format_cents, parse_amount
 from env.scenario import Scenario, reveal_truth
 from env.splits import spec
 from tests.env.fault_support import Tools, all_levels
@@ -112,3 +112,22 @@ def test_a_credit_note_before_its_invoice_or_beyond_its_total_is_flagged() -> No
     problems = world_problems(db, faulted)
     assert any("dated before invoice" in p for p in problems)
     assert any("beyond its total" in p for p in problems)
+
+
+def test_a_partly_refunded_duplicate_is_owed_the_rest_derived_in_the_summary() -> None:
+    found = 0
+    for scenario in all_levels("duplicate_payment", 8):
+        truth = reveal_truth(scenario)
+        if "still owed" not in truth.explanation:
+            continue
+        found += 1
+        ((invoice_id, cents),) = truth.overcharges.items()
+        payments = Tools(scenario)("list_payments", customer_id=scenario.customer_id)["payments"]
+        mine = [p for p in payments if p["invoice_id"] == invoice_id]
+        (refund,) = [p for p in mine if p["status"] == "refunded"]
+        second = mine[-2] if mine[-1] is refund else mine[-1]
+        owed = _cents(second["amount"]) - _cents(refund["amount"])
+        assert owed == cents
+        calc = f"{second['amount']} − {refund['amount']} = {format_cents(cents)}"
+        assert calc in truth.explanation  # rewards/README.md G10: a one-step calculation
+    assert found
