@@ -131,3 +131,12 @@ def test_a_partly_refunded_duplicate_is_owed_the_rest_derived_in_the_summary() -
         calc = f"{second['amount']} − {refund['amount']} = {format_cents(cents)}"
         assert calc in truth.explanation  # rewards/README.md G10: a one-step calculation
     assert found
+
+
+def test_validate_accepts_an_overcharge_derived_in_one_step_from_printed_amounts() -> None:
+    from checks.validate import derived_amounts
+
+    shown = '{"amount": "120.00"}, {"amount": "45.50"}'
+    assert derived_amounts("took 120.00 − 45.50 = 74.50 EUR", shown) == {"74.50"}
+    assert derived_amounts("took 120.00 − 45.50 = 70.00 EUR", shown) == set()  # wrong
+    assert derived_amounts("took 120.00 − 40.00 = 80.00 EUR", shown) == set()  # unprinted
