@@ -28,6 +28,7 @@ from agent.audit_evidence import (
 )
 from env.billing import previous_period_start
 from env.calendar import fx_day
+from env.money import format_cents
 
 TIMEZONE_LABEL = "timezone_period_boundary"
 # Which side of 1 a USD -> currency rate sits on: an analyst's sanity band, not scenario data.
@@ -62,6 +63,12 @@ def duplicate_payments(ev: Evidence) -> list[Candidate]:
         )
         if refunded:
             note += f", {money(refunded, currency)} refunded"
+            rows = [p for p in mine if p.get("status") == "refunded"]
+            extra = [a for a in amounts if a - refunded == over]
+            if extra and len(rows) == 1 and not ev.credited(invoice_id):
+                # what is still owed is printed nowhere: one step from two printed amounts (G10)
+                calc = f"{format_cents(extra[0])} − {format_cents(refunded)}"
+                note += f": {calc} = {money(over, currency)} still owed"
         if ev.credited(invoice_id):
             note += f", {money(ev.credited(invoice_id), currency)} already credited"
         found.append(Candidate("duplicate_payment", invoice_id, note, cents=over))
@@ -480,10 +487,10 @@ def _fx_rows(ev: Evidence) -> list[tuple[Json, Json, Decimal]]:
     return rows
 
 
-def _fx_suspect(inputs: Json, issued: str, value: Decimal, median: Decimal) -> str | None:
-    issued = fx_day(date.fromisoformat(issued)).isoformat()  # weekends: the Friday's rate
+def _fx_suspect(inputs: Json, issue_day: str, value: Decimal, median: Decimal) -> str | None:
+    issued = fx_day(date.fromisoformat(issue_day)).isoformat()  # weekends: the Friday's rate
     if inputs.get("fx_rate_date") != issued:
-        return f"the rate of {inputs.get('fx_rate_date')}, not of its issue day {issued}"
+        return f"the rate of {inputs.get('fx_rate_date')}, not of its issue day {issue_day}"
     below = FX_BELOW_ONE.get(str(inputs.get("currency")))
     if below is not None and (value < 1) != below:
         return "a rate on the wrong side of 1 for this currency (inverted?)"
@@ -500,14 +507,23 @@ def currency_conversion_error(ev: Evidence, *, sweep: bool = False) -> list[Cand
     median = Decimal(statistics.median(value for _, _, value in rows))
     found = []
     for summary, inputs, value in rows:
-        issued = fx_day(date.fromisoformat(ev.issue_day(summary))).isoformat()
-        why = _fx_suspect(inputs, issued, value, median)
+        issue_day = ev.issue_day(summary)
+        issued = fx_day(date.fromisoformat(issue_day)).isoformat()
+        why = _fx_suspect(inputs, issue_day, value, median)
         if (why is None) != sweep:
             continue
         note = f"{summary['invoice_id']} converted at {inputs.get('fx_rate')}"
-        note += f", {why}" if why else f"; checked against the rate of its issue day {issued}"
+        note += f", {why}" if why else f"; checked against the rate of its issue day {issue_day}"
         overrides = {"fx_rate_date": issued}
-        found.append(Candidate("currency_conversion_error", summary["invoice_id"], note, overrides))
+        # a weekend issue day converts at the Friday's rate, a date no read tool prints
+        shown = (
+            None if issued == issue_day else f"the rate of the last business day before {issue_day}"
+        )
+        found.append(
+            Candidate(
+                "currency_conversion_error", summary["invoice_id"], note, overrides, shown=shown
+            )
+        )
     return found
 
 

@@ -25,6 +25,8 @@ class Candidate:
     note: str  # the evidence in words, citing tool numbers
     overrides: Json | None = None  # recompute with these to confirm and measure
     cents: int | None = None  # an overcharge a tool printed literally; no recompute needed
+    shown: str | None = None  # the recompute in words, where an override's value is printed
+    # nowhere but in the recompute's own echo (a weekend's Friday rate date)
 
 
 @dataclass(frozen=True)

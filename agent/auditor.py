@@ -78,7 +78,7 @@ class _Audit:
                 )
         payments = yield from self.ask("list_payments", customer_id=customer_id)
         ev.payments = [p for p in listed(payments.get("payments")) if isinstance(p, dict)]
-        for summary in _reading_order(ev.invoices, complaint, _after_changes(ev)):
+        for summary in _reading_order(ev.invoices, complaint, _after_changes(ev), ev.payments):
             if self.left <= DETAIL_RESERVE:
                 break
             invoice_id = summary["invoice_id"]
@@ -137,7 +137,7 @@ class _Audit:
         difference = cents(result.get("difference"))
         if difference is None or difference <= 0:
             return []
-        shown = ", ".join(f"{k}={v}" for k, v in candidate.overrides.items())
+        shown = candidate.shown or ", ".join(f"{k}={v}" for k, v in candidate.overrides.items())
         note = (
             f"{candidate.note}; recompute_invoice with {shown} totals {result.get('total')} "
             f"against billed {result.get('billed_total')}, difference {result.get('difference')} "
@@ -199,13 +199,25 @@ def _after_changes(ev: Evidence) -> set[str]:
 
 
 def _reading_order(
-    invoices: list[Json], complaint: str, after: set[str] = frozenset()
+    invoices: list[Json], complaint: str, after: set[str], payments: list[Json]
 ) -> list[Json]:
-    """Invoices the complaint names first, then the first invoice after each timeline change
+    """Invoices the complaint names first, and those whose payments net of refunds exceed the
+    total (a duplicate, or a second charge an earlier credit note already returned: only the
+    invoice's `amount_credited` tells); then the first invoice after each timeline change
     (`_after_changes`), then the ones whose total moved most from the same subscription's
     previous invoice (a fault changes a total; when the budget cannot fetch every invoice,
     those are the ones worth reading), then the rest in period order."""
+    net: dict[str, int] = {}
+    for p in payments:
+        sign = {"succeeded": 1, "refunded": -1}.get(str(p.get("status")), 0)
+        key = str(p.get("invoice_id"))
+        net[key] = net.get(key, 0) + sign * (cents(p.get("amount")) or 0)
     named = set(_INVOICE_ID.findall(complaint))
+    named |= {
+        s["invoice_id"]
+        for s in invoices
+        if net.get(s["invoice_id"], 0) > (cents(s.get("total")) or 0)
+    }
     previous: dict[str, int] = {}
     jump: dict[str, int] = {}
     for summary in invoices:

@@ -83,6 +83,17 @@ class _World:
         for p in self.payments:
             if p["paid_at"] < issued[p["invoice_id"]]:
                 problems.append(f"payment {p['id']} is dated before invoice {p['invoice_id']}")
+        totals = {r["id"]: r["total_cents"] for r in self.invoices}
+        credited: dict[str, int] = defaultdict(int)
+        for n in self.notes:  # support's earlier credits: after the invoice, within its total
+            credited[n["invoice_id"]] += n["amount_cents"]
+            if n["created_at"] < issued[n["invoice_id"]]:
+                problems.append(f"credit note {n['id']} is dated before invoice {n['invoice_id']}")
+        problems += [
+            f"{i} is credited {cents} cents, beyond its total"
+            for i, cents in credited.items()
+            if cents > totals[i]
+        ]
         stamps = [r["issued_at"] for r in self.invoices] + [p["paid_at"] for p in self.payments]
         stamps += [e["occurred_at"] for es in self.events.values() for e in es]
         stamps += [n["created_at"] for n in self.notes]

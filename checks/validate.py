@@ -15,6 +15,7 @@ import sqlite3
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 
 from checks.invariants import world_problems
 from env.cli import EXIT_FAILED, Parser, UsageError, map_seeds, positive_int, run_command
@@ -25,6 +26,7 @@ from env.money import format_cents
 from env.scenario import Scenario, reveal_truth
 from env.splits import SPLITS, split_assignment, split_seeds
 from env.tools import READ_TOOLS
+from rewards.derived import calculations
 
 EPISODE_ID = "validate"
 
@@ -117,9 +119,11 @@ def replay_problems(scenario: Scenario) -> list[str]:
             problems.append(f"findings {_money(reported)} != truth {_money(truth.overcharges)}")
     # evidence is what the read tools showed: a credit note only echoes the amount it was given
     shown = "\n".join(r.result for r in log if r.name in READ_TOOLS and not r.is_error)
+    derived = derived_amounts(findings.summary if findings else "", shown)
     for invoice, cents in truth.overcharges.items():
-        if not shows_amount(shown, format_cents(cents)):
-            problems.append(f"overcharge {format_cents(cents)} of {invoice} is in no tool output")
+        amount = format_cents(cents)
+        if not shows_amount(shown, amount) and amount not in derived:
+            problems.append(f"overcharge {amount} of {invoice} is in no tool output")
     problems += untouched_problems(scenario.database, final)
     return problems
 
@@ -132,6 +136,18 @@ def invariant_problems(scenario: Scenario) -> list[str]:
         return [f"world: {p}" for p in world_problems(connection, faulted)]
     finally:
         connection.close()
+
+
+def derived_amounts(summary: str, shown: str) -> set[str]:
+    """Results of the summary's right `a - b` / `a + b` calculations whose operands the read
+    tools showed (rewards/README.md G10: an amount no tool prints, derived in one step)."""
+    return {
+        f"{Decimal(c.result.value):.2f}"
+        for c in calculations(summary)
+        if c.holds
+        and c.op in ("+", "-")
+        and all(shows_amount(shown, f"{Decimal(t.value):.2f}") for t in (c.left, c.right))
+    }
 
 
 def shows_amount(text: str, amount: str) -> bool:

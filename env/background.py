@@ -18,6 +18,7 @@ from datetime import date, time, timedelta
 from env.builder import WorldBuilder, data
 from env.calendar import days, local_to_utc, utc_to_local_date
 from env.changes import earlier_credit, immediate_swap, late_days
+from env.lookalikes_pay import credited_second_charge
 from env.lookalikes_plans import (
     WITHDRAWN_PLAN_RATE,
     WITHDRAWN_SECOND_RATE,
@@ -289,10 +290,15 @@ def decorate_payments(b: WorldBuilder, avoid: list[Invoice]) -> list[str]:
         for invoice in b.rng.sample(splittable, min(len(splittable), b.pick((1, 2, 2, 3)))):
             _split(b, invoice)
         features.append("split_payment")
+    credited = credited_second_charge(b, safe)  # a second charge made good by a credit note
+    if credited is not None:
+        safe.remove(credited)
+        features.append("credited_second_charge")
     if safe and _draw(b, "goodwill_credit"):
         invoice = b.pick(safe)
         total = invoice.billed_amounts().total_cents
-        earlier_credit(b, invoice, max(100, total * b.rng.randint(5, 20) // 100), invoice.issued_at)
+        cents = min(total, max(100, total * b.rng.randint(5, 20) // 100))  # never beyond it
+        earlier_credit(b, invoice, cents, invoice.issued_at)
         features.append("goodwill_credit")
     if b.draft.invoices and _draw(b, "memo"):
         invoice = b.pick(b.draft.invoices)

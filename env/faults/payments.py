@@ -1,10 +1,11 @@
 """duplicate_payment: one invoice was paid twice (two succeeded payments).
 
-Partial form (design §1.2): the second charge was for part of the total (a retried partial
-capture), so the overcharge is that payment, not a number printed on the invoice. L3 may add a
-near miss: another invoice charged twice and refunded in full (nothing left to return). A
-duplicate partly refunded or partly credited already would leave an amount no tool prints,
-which the grounding rules (design §3) cannot trace; it is not generated.
+Partial forms (design §1.2): the second charge was for part of the total (a retried partial
+capture), so the overcharge is that payment, not a number printed on the invoice; or support
+refunded part of the second charge, so what is still owed is printed nowhere and must be
+derived (second charge - refund), a calculation the summary writes (rewards/README.md G10).
+L3 may add a near miss: another invoice charged twice and refunded in full (nothing left to
+return). A duplicate partly credited already is not generated.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from env.faults.common import unbilled_story
 from env.money import format_cents
 from env.world import Invoice, Payment
 
-VARIANTS = ("plain", "partial_second")
+VARIANTS = ("plain", "partial_second", "partly_refunded")
 
 
 def second_charge(b: WorldBuilder, invoice: Invoice) -> tuple[Payment, Payment]:
@@ -54,6 +55,17 @@ def duplicate_payment(b: WorldBuilder) -> FaultOutcome:
             f"Invoice {victim.id} was paid in full by {first.id}, and {second.id} took another "
             f"{format_cents(total)} {cur} for it. That second payment is refunded."
         )
+    elif variant == "partly_refunded":  # support returned part of it: the rest is derived
+        refund = b.refund(second, total * b.rng.randint(20, 70) // 100)
+        owed = total - refund.amount_cents
+        summary = (
+            f"Invoice {victim.id} was paid in full by {first.id}, and {second.id} took another "
+            f"{format_cents(total)} {cur} for it, of which {refund.id} refunded "
+            f"{format_cents(refund.amount_cents)}: {format_cents(total)} − "
+            f"{format_cents(refund.amount_cents)} = {format_cents(owed)} {cur} is still owed "
+            "and is refunded now."
+        )
+        total = owed
     else:
         summary += f" The duplicate {format_cents(total)} is refunded."
     traps = []

@@ -27,6 +27,7 @@ from env.faults.common import (
     unbilled_story,
     victim_count,
 )
+from env.lookalikes_pay import fx_band_top, fx_high_rate
 from env.money import format_cents, format_rate, parse_rate
 from env.story import Story
 from env.world import Coupon, Invoice
@@ -183,7 +184,10 @@ def usage_overage_miscalculated(b: WorldBuilder) -> FaultOutcome:
     story.sub.usage.clear()
     # maybe a Growth <-> Scale change (its period's usage is billed in two parts); with one
     # finished period besides the decoys there would be no unsplit period left for the fault
-    decorate_main(b, story, skip=("swap",) if n - len(shapes) < 2 else ())
+    # at L2/L3 the fault only counts usage twice, which an upgrade to Scale's far larger
+    # allowance can swallow: Growth stories keep their plan there (Scale ones may move down)
+    upgrade = b.difficulty != "L1" and story.plan.id == "PLN-GROWTH"
+    decorate_main(b, story, skip=("swap",) if n - len(shapes) < 2 or upgrade else ())
     for k in range(n):
         factor = b.rng.uniform(0.6, 1.8)  # over half the allowance: doubling always overcharges
         if k in decoy_ks:
@@ -193,7 +197,12 @@ def usage_overage_miscalculated(b: WorldBuilder) -> FaultOutcome:
         b.record_usage(story, k, units=int(b.usage_level(story) * factor))
     invoices = b.bill(story)
     by_start = invoices_by_start(invoices)
+    # included units other than the plan's have no legitimate cause in the world yet: that
+    # decisive comparison stays at L1 (design §2); it is L2/L3's fallback only when no period
+    # would be overcharged by counting its usage twice
     variant = b.pick(("double_counted", "included_not_subtracted"))
+    if b.difficulty != "L1":
+        variant = "double_counted"
     # after a change to a plan with a far larger allowance, doubling may still be included
     # a period split at a plan change is billed in two parts: not where this fault strikes
     free = [
@@ -294,13 +303,16 @@ def currency_conversion_error(b: WorldBuilder) -> FaultOutcome:
     base = parse_rate(data("catalog.json")["fx_base"][currency])
     jump: int | None = None
     if b.difficulty == "L3" or (b.difficulty == "L2" and b.rng.random() < 0.5):
-        jump = b.rng.randrange(n)  # a real, larger move of the rate: billed correctly
-        _put_fx(b, fx_day(starts[jump]), base * (1 + Fraction(b.rng.randint(450, 600), 10000)))
+        jump = b.rng.randrange(n)  # a real rate at the top of the band: billed correctly
+        _put_fx(b, fx_day(starts[jump]), fx_high_rate(b, base))
     decorate_main(b, story)
     invoices = b.bill(story)
     by_start = invoices_by_start(invoices)
     run = _run(b, [k for k in range(n) if k != jump])
-    variant = "inverted" if base < 1 and b.rng.random() < 0.5 else "wrong_date"
+    # an inverted rate disagrees with the table on its own recorded date, which no legitimate
+    # invoice does (design §2: a decisive comparison only at L1)
+    inverts = b.difficulty == "L1" and base < 1
+    variant = "inverted" if inverts and b.rng.random() < 0.5 else "wrong_date"
     victims = [by_start[starts[k]] for k in run]
     lines = []
     for invoice in victims:
@@ -336,7 +348,7 @@ def currency_conversion_error(b: WorldBuilder) -> FaultOutcome:
         decoys.append(decoy)
         evidence.append(recompute(decoy, fx_rate_date=jump_day))
         summary += (
-            f" {decoy.id} used the unusually high rate {format_rate(decoy.billed.fx_rate)}, but "
+            f" {decoy.id} used the high rate {format_rate(decoy.billed.fx_rate)}, but "
             f"that is the rate recorded for its period start {jump_day}: it differs by 0.00."
         )
     return FaultOutcome(
@@ -368,14 +380,16 @@ def _put_fx(b: WorldBuilder, day: date, rate: Fraction) -> None:
 def _wrong_day(b: WorldBuilder, invoice: Invoice) -> tuple[date, Fraction]:
     """Another recorded day whose rate is higher, so the conversion overcharges.
 
-    A stale rate (an earlier period's start) first, then a few earlier days; if none of
-    those is higher, a day is recorded with a rate 1.5-4 % above the right one.
+    A stale rate (an earlier day the table holds, latest first); if none of those is higher,
+    an earlier day is recorded with a rate at least 1 % above the right one, inside the
+    table's usual band where it has room.
     """
     start = invoice.billed.period_start
     # never the day before: that is the UTC date of some issue times, a defensible reading
     latest = (start - days(2)).isoformat()
     known = sorted(date.fromisoformat(d) for d in b.fx if d <= latest)
-    tries = list(reversed(known)) + [start - days(b.rng.randint(2, 31)) for _ in range(4)]
+    # only days the table already holds: fresh look-ups would add rows only this class has
+    tries = list(reversed(known))
     for day in tries:
         if day.weekday() >= 5 or day == invoice.billed.fx_rate_date:
             continue  # a weekend has no rate; the right day is no mistake
@@ -385,7 +399,11 @@ def _wrong_day(b: WorldBuilder, invoice: Invoice) -> tuple[date, Fraction]:
     day = start - days(b.rng.randint(2, 31))
     while day.isoformat() in b.fx or day.weekday() >= 5:
         day -= days(1)
-    _put_fx(b, day, invoice.billed.fx_rate * (1 + Fraction(b.rng.randint(150, 400), 10000)))
+    # at least 1 % above the right rate, and inside the table's usual band where it has room
+    right = invoice.billed.fx_rate
+    low = right * Fraction(101, 100)
+    high = max(fx_band_top(parse_rate(data("catalog.json")["fx_base"][b.customer.currency])), low)
+    _put_fx(b, day, low + (high - low) * Fraction(b.rng.randint(0, 100), 100))
     return day, b.fx_on(day)
 
 

@@ -276,9 +276,7 @@ def test_warm_start_loss_equals_a_plain_forward_over_assistant_tokens(model_dir:
     assert torch.allclose(shared, plain, atol=1e-5)
 
 
-def test_hf_policy_drives_an_episode_through_the_eval_path(
-    model_dir: Path, tmp_path: Path
-) -> None:
+def test_hf_policy_drives_an_episode_through_the_eval_path(model_dir: Path, tmp_path: Path) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from agent.hf_policy import HfPolicy
