@@ -25,6 +25,7 @@ class Candidate:
     note: str  # the evidence in words, citing tool numbers
     overrides: Json | None = None  # recompute with these to confirm and measure
     cents: int | None = None  # an overcharge a tool printed literally; no recompute needed
+    credited: int = 0  # already returned by earlier credit notes: netted from the difference
 
 
 @dataclass(frozen=True)

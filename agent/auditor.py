@@ -135,8 +135,9 @@ class _Audit:
             "recompute_invoice", invoice_id=candidate.invoice_id, **candidate.overrides
         )
         difference = cents(result.get("difference"))
-        if difference is None or difference <= 0:
+        if difference is None or difference - candidate.credited <= 0:
             return []
+        difference -= candidate.credited
         shown = ", ".join(f"{k}={v}" for k, v in candidate.overrides.items())
         note = (
             f"{candidate.note}; recompute_invoice with {shown} totals {result.get('total')} "

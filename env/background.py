@@ -18,6 +18,7 @@ from datetime import date, time, timedelta
 from env.builder import WorldBuilder, data
 from env.calendar import days, local_to_utc, utc_to_local_date
 from env.changes import earlier_credit, immediate_swap, late_days
+from env.lookalikes_life import retro_trial, reversed_cancel
 from env.story import Story, later_stamp
 from env.world import Invoice, Plan
 
@@ -70,6 +71,8 @@ def decorate_second(b: WorldBuilder, plans: dict[str, Plan]) -> tuple[Story, lis
     if trial and _draw(b, "extended_trial"):
         _extend_trial(b, story)
         features.append("extended_trial")
+    elif trial and retro_trial(b, story):
+        features.append("retro_trial")
     first_paid = 1 if trial else 0
     if _draw(b, "ordered_by"):
         story.sub.events[0].details["ordered_by"] = ordered_by(b)
@@ -100,7 +103,9 @@ def decorate_second(b: WorldBuilder, plans: dict[str, Plan]) -> tuple[Story, lis
         _plan_change(b, story, day, swap, "at_period_end")
         features.append("scheduled_downgrade")
     if _draw(b, "withdrawn_cancel"):
-        _withdrawn_cancel(b, story, b.rng.randint(0, story.periods - 2))
+        k = b.rng.randint(0, story.periods - 2)
+        if not (k >= first_paid and reversed_cancel(b, story, k)):
+            _withdrawn_cancel(b, story, k)
         features.append("withdrawn_cancel")
     elif _draw(b, "cancel"):
         _cancel(b, story)
@@ -173,7 +178,9 @@ def decorate_main(b: WorldBuilder, story: Story, skip: tuple[str, ...] = ()) -> 
     kinds = {e.type for e in story.sub.events}
     room = _periods_before_cancel(story)
     if room and "renewed" not in kinds and _main_draw(b, "withdrawn", skip):
-        _withdrawn_cancel(b, story, b.rng.randrange(room))
+        k = b.rng.randrange(room)
+        if not (k >= first_paid and k + 1 < room and reversed_cancel(b, story, k)):
+            _withdrawn_cancel(b, story, k)
     # metered usage of the last period would be owed on a final invoice: plain plans only
     ends = story.cancel_effective is None and not story.plan.overage_unit_price_cents
     ends = ends and not (fixed and b.label != "coupon_not_applied")

@@ -1,0 +1,118 @@
+"""Lifecycle look-alikes (issue 19): legitimate histories that fire the cancellation and trial
+checks, each billed correctly by the one engine and told apart by a second record.
+
+- A cancellation confirmed, then reversed (`renewed` with `cancel_request_withdrawn`) before it
+  took effect: billing rightly goes on, so invoices start at or after the canceled event's end
+  (and for a dated one the period holding that date is billed in full). Separating record: the
+  `renewed` event after `canceled`.
+- A trial extended retroactively after its first paid invoice: a second `trial_ended` event
+  later than the first, the invoice charged from the original end (correct when issued), and a
+  credit note that already returned exactly the extended days (or the whole invoice when the
+  extension covers its period). Separating record: the credit note on that invoice.
+"""
+
+from __future__ import annotations
+
+from datetime import time
+
+from env.billing import compute_invoice
+from env.builder import WorldBuilder
+from env.calendar import days, local_to_utc
+from env.changes import earlier_credit
+from env.story import Story, later_stamp
+from env.world import Invoice
+
+REVERSED_SHARE = 0.5  # of the withdrawn cancellations: confirmed first, then reversed
+DATED_SHARE = 0.35  # of the reversed ones: asked to end on a date (as `_cancel_on_date`)
+RETRO_TRIAL_RATE = 0.35  # of the second subscription's standard trials
+CANCEL_REASONS = ("too_expensive", "switched_provider", "project_ended", "missing_features")
+
+
+def reversed_cancel(b: WorldBuilder, story: Story, k: int) -> bool:
+    """Instead of a plain withdrawn request in period k: a cancellation asked, confirmed and
+    reversed before it took effect. At period end: all inside period k (there must be a later
+    period). On a date: asked late in period k, ending on a date inside period k+1, confirmed
+    and reversed before period k+1 starts (its invoice is billed in full). False: not placed."""
+    if b.rng.random() >= REVERSED_SHARE or k + 1 >= story.periods:
+        return False
+    start, end = story.period(k)
+    length = (end - start).days
+    dated = b.rng.random() < DATED_SHARE
+    if dated:
+        ask = start + days(b.rng.randint(max(2, length - 12), length - 4))
+        nxt_start, nxt_end = story.period(k + 1)
+        ends = nxt_start + days(b.rng.randint(3, (nxt_end - nxt_start).days - 3))
+        effective = ends.isoformat()
+    else:
+        ask = start + days(b.rng.randint(2, length - 6))
+        effective = "at_period_end"
+    details = {"effective": effective, "reason": b.pick(CANCEL_REASONS)}
+    asked = story.event(ask, b.work_time(), "cancel_requested", details)
+    back = ask + days(b.rng.randint(1, min(3, (end - ask).days - 1)))
+    withdrawn = local_to_utc(back, b.work_time(), story.timezone)
+    if withdrawn <= asked:
+        withdrawn = local_to_utc(back, time(23, 59), story.timezone)
+    confirmed = later_stamp(asked, b.rng, before=withdrawn)
+    story.event_at(confirmed, "canceled", {"effective": effective})
+    story.event_at(later_stamp(confirmed, b.rng, before=withdrawn), "renewed", _withdrawn())
+    return True
+
+
+def _withdrawn() -> dict[str, object]:
+    return {"cancel_request_withdrawn": True}
+
+
+def retro_trial(b: WorldBuilder, story: Story) -> bool:
+    """Before billing: the standard trial (ending T0) is extended afterwards to T1, still in
+    the first period or inside the second. Logs a second `trial_ended` at T1; the story bills
+    from T1, and `charge_before_extension` adds what was charged from T0 and its credit."""
+    t0 = story.trial_end
+    if t0 is None or story.periods < 3 or b.rng.random() >= RETRO_TRIAL_RATE:
+        return False
+    start, end = story.period(0)
+    if (end - t0).days < 8:
+        return False
+    if b.rng.random() < 0.5:  # a few more days, still inside the first period
+        t1 = t0 + days(b.rng.randint(2, (end - t0).days - 4))
+    else:  # the whole first period, ending inside the second
+        s1, e1 = story.period(1)
+        t1 = s1 + days(b.rng.randint(3, (e1 - s1).days - 6))
+    story.trial_end = t1
+    story.trial_end_before = t0
+    story.event(t1, story.time_of_day(), "trial_ended", {})
+    return True
+
+
+def charge_before_extension(
+    b: WorldBuilder, story: Story, invoices: list[Invoice]
+) -> list[Invoice]:
+    """After billing: period 0 as it was invoiced when the trial first ended (T0), paid, and
+    the credit note support issued when extending the trial, returning what the extension
+    waives. Both invoices are correct as issued; no overcharge remains."""
+    t0, t1 = story.trial_end_before, story.trial_end
+    if t0 is None or t1 is None or b.draft is None:
+        return
+    story.trial_end = t0
+    inputs = story.inputs(0, b)
+    zero = story.trial_inputs(b)
+    story.trial_end = t1
+    if story.trial_invoice is not None:  # issued at signup, before anyone extended it
+        story.trial_invoice.billed = story.trial_invoice.correct = zero
+    first_ended = min(e.occurred_at for e in story.sub.events if e.type == "trial_ended")
+    start = story.period(0)[0]
+    old = [i for i in b.draft.invoices if i.subscription_id == story.sub.id]
+    old = [i for i in old if i.billed.period_start == start and i is not story.trial_invoice]
+    waived = compute_invoice(inputs).total_cents
+    for invoice in old:  # T1 inside period 0: the T1 invoice is replaced by the T0 one
+        waived -= invoice.billed_amounts().total_cents
+        _drop(b, invoice)
+    charged = b.issue(story, inputs, first_ended)
+    if waived > 0:
+        earlier_credit(b, charged, waived, charged.issued_at)
+    return [charged] + [i for i in invoices if all(i is not o for o in old)]
+
+
+def _drop(b: WorldBuilder, invoice: Invoice) -> None:
+    assert b.draft is not None
+    b.draft.invoices.remove(invoice)
+    b.draft.payments = [p for p in b.draft.payments if p.invoice_id != invoice.id]
