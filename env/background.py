@@ -317,7 +317,7 @@ def _extend_trial(b: WorldBuilder, story: Story) -> None:
     """A trial extended by support: it ends later, logged with the standard length."""
     assert story.trial_end is not None
     start = story.period(0)[0]
-    story.trial_end += days(b.rng.randint(5, 20))
+    story.trial_end += days(b.rng.randint(5, 40))  # as long as a fault's extended trial
     for event in story.sub.events:
         if event.type == "trial_started":
             event.details.update(

@@ -13,7 +13,8 @@ checks, each billed correctly by the one engine and told apart by a second recor
 
 from __future__ import annotations
 
-from datetime import time
+from dataclasses import replace
+from datetime import date, time
 
 from env.billing import compute_invoice
 from env.builder import WorldBuilder
@@ -69,10 +70,17 @@ def retro_trial(b: WorldBuilder, story: Story) -> bool:
     t0 = story.trial_end
     if t0 is None or story.periods < 3 or b.rng.random() >= RETRO_TRIAL_RATE:
         return False
-    start, end = story.period(0)
-    if (end - t0).days < 8:
-        return False
-    if b.rng.random() < 0.5:  # a few more days, still inside the first period
+    return extend_later(b, story, same_period=b.rng.random() < 0.5) is not None
+
+
+def extend_later(b: WorldBuilder, story: Story, *, same_period: bool) -> date | None:
+    """The trial (ending T0) extended after it ended, to T1: still in the first period, or
+    inside the second (the first then lies wholly inside the trial). Returns T1."""
+    t0 = story.trial_end
+    end = story.period(0)[1]
+    if t0 is None or (end - t0).days < 8:
+        return None
+    if same_period:  # a few more days, still inside the first period
         t1 = t0 + days(b.rng.randint(2, (end - t0).days - 4))
     else:  # the whole first period, ending inside the second
         s1, e1 = story.period(1)
@@ -80,11 +88,11 @@ def retro_trial(b: WorldBuilder, story: Story) -> bool:
     story.trial_end = t1
     story.trial_end_before = t0
     story.event(t1, story.time_of_day(), "trial_ended", {})
-    return True
+    return t1
 
 
 def charge_before_extension(
-    b: WorldBuilder, story: Story, invoices: list[Invoice]
+    b: WorldBuilder, story: Story, invoices: list[Invoice], *, credited: bool = True
 ) -> list[Invoice]:
     """After billing: period 0 as it was invoiced when the trial first ended (T0), paid, and
     the credit note support issued when extending the trial, returning what the extension
@@ -103,9 +111,14 @@ def charge_before_extension(
     old = [i for i in b.draft.invoices if i.subscription_id == story.sub.id]
     old = [i for i in old if i.billed.period_start == start and i is not story.trial_invoice]
     waived = compute_invoice(inputs).total_cents
-    for invoice in old:  # T1 inside period 0: the T1 invoice is replaced by the T0 one
-        waived -= invoice.billed_amounts().total_cents
+    if old:  # T1 inside period 0: the extra days, on the invoice's own rates
+        waived -= compute_invoice(replace(inputs, proration_start=t1)).total_cents
+    for invoice in old:  # the T1 invoice is replaced by the one issued at T0
         _drop(b, invoice)
+    if not credited:  # the fault: the charge from T0 stood, nothing returned
+        charged = b.issue(story, replace(inputs, proration_start=t1), first_ended)
+        b.rebill(charged, proration_start=t0)
+        return [charged] + [i for i in invoices if all(i is not o for o in old)]
     charged = b.issue(story, inputs, first_ended)
     if waived > 0:
         earlier_credit(b, charged, waived, charged.issued_at)
