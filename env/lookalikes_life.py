@@ -25,7 +25,7 @@ from env.world import Invoice
 
 REVERSED_SHARE = 0.5  # of the withdrawn cancellations: confirmed first, then reversed
 DATED_SHARE = 0.35  # of the reversed ones: asked to end on a date (as `_cancel_on_date`)
-RETRO_TRIAL_RATE = 0.35  # of the second subscription's standard trials
+RETRO_TRIAL_RATE = 0.5  # of the second subscription's standard trials
 CANCEL_REASONS = ("too_expensive", "switched_provider", "project_ended", "missing_features")
 
 

@@ -261,7 +261,8 @@ def trial_period_charged(b: WorldBuilder) -> FaultOutcome:
     variant = b.pick(TRIAL_VARIANTS)
     extended = variant == "extended_trial"
     story, whole, ended = _trial_story(b, plans, extended)
-    if variant == "trial_shortened":  # extended after it first ended: billing kept the old end
+    retro = variant == "trial_shortened" and b.difficulty != "L1"
+    if retro:  # extended after it first ended, billing kept the old end (L1: charged early)
         later = extend_later(b, story, same_period=True)
         assert later is not None
         ended = next(e for e in story.sub.events if e.type == "trial_ended" and e is not ended)
@@ -270,7 +271,7 @@ def trial_period_charged(b: WorldBuilder) -> FaultOutcome:
     length = (trial_end - start).days
     decorate_main(b, story)
     invoices = b.bill(story)  # the trial's zero invoice, then the paid periods
-    if variant == "trial_shortened":  # charged from the first end, issued then: same rates
+    if retro:  # charged from the first end, issued then: same rates
         invoices = charge_before_extension(b, story, invoices, credited=False)
         victims = invoices[:1]
     elif extended:  # periods wholly inside the trial were invoiced although none is due
@@ -350,7 +351,7 @@ def _billed_trial_start(
     """Where the faulty bill started charging: the period start, or too early in the trial."""
     if variant == "trial_shortened":
         return start + days(b.rng.randint(1, plan.trial_days - 3))
-    if variant == "extended_trial" and k == 0 and b.rng.random() < 0.5:
+    if variant == "extended_trial" and k == 0 and b.rng.random() < 0.5 and b.difficulty == "L1":
         return start + days(plan.trial_days)  # the standard trial, ignoring the extension
     return None
 
