@@ -18,7 +18,7 @@ from datetime import date, time, timedelta
 from env.builder import WorldBuilder, data
 from env.calendar import days, local_to_utc, utc_to_local_date
 from env.changes import earlier_credit, immediate_swap, late_days
-from env.lookalikes_life import retro_trial, reversed_cancel
+from env.lookalikes_life import retro_trial, reversed_cancel, scheduled_first
 from env.story import Story, later_stamp
 from env.world import Invoice, Plan
 
@@ -92,6 +92,7 @@ def decorate_second(b: WorldBuilder, plans: dict[str, Plan]) -> tuple[Story, lis
         for k in ks:  # a change, and maybe the change back later
             start, end = story.period(k)
             day = b.pick(late_days(start, end, old, new, margin=2))
+            scheduled_first(b, story, day, new.id)
             _plan_change(b, story, day, new, "immediately")
             old, new = new, old
         features.append("upgrade_now")

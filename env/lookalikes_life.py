@@ -70,17 +70,31 @@ def retro_trial(b: WorldBuilder, story: Story) -> bool:
     t0 = story.trial_end
     if t0 is None or story.periods < 3 or b.rng.random() >= RETRO_TRIAL_RATE:
         return False
-    return extend_later(b, story, same_period=b.rng.random() < 0.5) is not None
+    # east of UTC a trial ending just after local midnight has yesterday's UTC date: extended
+    # by one day, the new end's UTC date is the first end, which the invoice records
+    one_day = _crosses(t0 + days(1), story.time_of_day(), story.timezone, -1)
+    same = one_day or b.rng.random() < 0.5
+    return extend_later(b, story, same_period=same, one_day=one_day) is not None
 
 
-def extend_later(b: WorldBuilder, story: Story, *, same_period: bool) -> date | None:
-    """The trial (ending T0) extended after it ended, to T1: still in the first period, or
-    inside the second (the first then lies wholly inside the trial). Returns T1."""
+def _crosses(day: date, at: time, timezone: str, shift: int) -> bool:
+    """The UTC date of local (day, at) is `shift` days from `day` (+1 west, -1 east)."""
+    return date.fromisoformat(local_to_utc(day, at, timezone)[:10]) == day + days(shift)
+
+
+def extend_later(
+    b: WorldBuilder, story: Story, *, same_period: bool, one_day: bool = False
+) -> date | None:
+    """The trial (ending T0) extended after it ended, to T1: still in the first period (by
+    one day with `one_day`), or inside the second (the first then lies wholly inside the
+    trial). Returns T1."""
     t0 = story.trial_end
     end = story.period(0)[1]
     if t0 is None or (end - t0).days < 8:
         return None
-    if same_period:  # a few more days, still inside the first period
+    if one_day:
+        t1 = t0 + days(1)
+    elif same_period:  # a few more days, still inside the first period
         t1 = t0 + days(b.rng.randint(2, (end - t0).days - 4))
     else:  # the whole first period, ending inside the second
         s1, e1 = story.period(1)
@@ -129,3 +143,19 @@ def _drop(b: WorldBuilder, invoice: Invoice) -> None:
     assert b.draft is not None
     b.draft.invoices.remove(invoice)
     b.draft.payments = [p for p in b.draft.payments if p.invoice_id != invoice.id]
+
+
+LATE = (time(22, 40), time(23, 10), time(23, 30), time(23, 45), time(23, 55))
+
+
+def scheduled_first(b: WorldBuilder, story: Story, day: date, to_plan: str) -> None:
+    """Before an immediate change on local `day`: the same change scheduled for the period end
+    late the evening before (the customer then chose not to wait). West of UTC that evening has
+    `day`'s UTC date, which the invoice records as plan_change_date; the scheduled event's
+    local day and `effective` tell it from a date taken in UTC. Half the time where it crosses."""
+    at = b.pick(LATE)
+    if not _crosses(day - days(1), at, story.timezone, 1) or b.rng.random() >= 0.5:
+        return
+    before = story.plan_at(day - days(1)).id
+    details = {"from_plan_id": before, "to_plan_id": to_plan, "effective": "at_period_end"}
+    story.event(day - days(1), at, "plan_changed", details)
