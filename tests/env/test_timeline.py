@@ -138,3 +138,24 @@ def test_usage_across_a_plan_change_kept_whole_is_flagged() -> None:
         assert any("not split at the change" in p for p in world_problems(db, faulted))
         return
     pytest.fail("no split usage period in 200 train worlds")
+
+
+def test_a_cancellation_reversed_after_its_confirmation_is_possible(
+    world: sqlite3.Connection,
+) -> None:
+    """issue 19's look-alike: asked, confirmed, then withdrawn before it took effect."""
+    sub = _main_sub(world)
+    details = {"effective": "at_period_end", "reason": "too_expensive"}
+    _add_event(world, sub, "2027-01-01T10:00:00Z", "cancel_requested", details)
+    _add_event(world, sub, "2027-01-01T12:00:00Z", "canceled", {"effective": "at_period_end"})
+    _add_event(world, sub, "2027-01-02T09:00:00Z", "renewed", {"cancel_request_withdrawn": True})
+    assert _problems(world) == []
+
+
+def test_a_reversal_weeks_after_the_request_is_flagged(world: sqlite3.Connection) -> None:
+    sub = _main_sub(world)
+    details = {"effective": "at_period_end", "reason": "too_expensive"}
+    _add_event(world, sub, "2027-01-01T10:00:00Z", "cancel_requested", details)
+    _add_event(world, sub, "2027-01-01T12:00:00Z", "canceled", {"effective": "at_period_end"})
+    _add_event(world, sub, "2027-02-01T09:00:00Z", "renewed", {"cancel_request_withdrawn": True})
+    assert any("withdrawn after" in p for p in _problems(world))
