@@ -10,7 +10,7 @@ from __future__ import annotations
 from env.background import decorate_payments, decorate_second
 from env.builder import WorldBuilder
 from env.faults.base import FaultOutcome
-from env.lookalikes_life import charge_before_extension
+from env.lookalikes_life import charge_before_extension, settle_main_trial
 
 THIRD_RATE = {"L1": 0.0, "L2": 0.2, "L3": 0.45}  # a third subscription, as some faults have
 
@@ -18,6 +18,9 @@ THIRD_RATE = {"L1": 0.0, "L2": 0.2, "L3": 0.45}  # a third subscription, as some
 def add_decoys(b: WorldBuilder, outcome: FaultOutcome) -> None:
     draft = b.draft
     assert draft is not None
+    named = [str(c.arguments) for c in outcome.evidence] + [i.id for i in outcome.focus]
+    keep = f"{' '.join(named)} {outcome.summary} {outcome.slots}"  # ids the fault relies on
+    settle_main_trial(b, outcome.story, keep)
     if b.difficulty != "L1" and "no_second_subscription" not in outcome.traps:
         plans = {p.id.removeprefix("PLN-"): p for p in draft.plans}
         story, _ = decorate_second(b, plans)

@@ -159,3 +159,49 @@ def scheduled_first(b: WorldBuilder, story: Story, day: date, to_plan: str) -> N
     before = story.plan_at(day - days(1)).id
     details = {"from_plan_id": before, "to_plan_id": to_plan, "effective": "at_period_end"}
     story.event(day - days(1), at, "plan_changed", details)
+
+
+MAIN_RETRO_RATE = 0.3  # of the main subscription's trials, in classes whose fault allows it
+MAIN_RETRO_SKIP = ("trial_period_charged", "timezone_period_boundary")
+
+
+def main_retro_trial(b: WorldBuilder, story: Story) -> None:
+    """Before the main subscription is billed: its trial extended after it first ended, by a
+    few days inside the first period (`settle_main_trial` finishes it after billing)."""
+    if story.trial_end is None or b.label in MAIN_RETRO_SKIP or story.trial_end_before:
+        return
+    if b.rng.random() < MAIN_RETRO_RATE:
+        extend_later(b, story, same_period=True)
+
+
+def settle_main_trial(b: WorldBuilder, story: Story, keep: str) -> None:
+    """After the fault billed the main subscription: the first period charged from the first
+    trial end and credited (`charge_before_extension`), unless the fault uses that invoice
+    (`keep` holds the ids it names); then the extension simply came before the charge: one
+    `trial_ended`, logged with the extended length like `background._extend_trial`."""
+    t0, t1 = story.trial_end_before, story.trial_end
+    if t0 is None or t1 is None or b.draft is None:
+        return
+    start = story.period(0)[0]
+    first = [
+        i
+        for i in b.draft.invoices
+        if i.subscription_id == story.sub.id
+        and i.billed.period_start == start
+        and i is not story.trial_invoice
+    ]
+    if len(first) == 1 and first[0].correct == first[0].billed and first[0].id not in keep:
+        charge_before_extension(b, story, first)
+        return
+    early = min(e.occurred_at for e in story.sub.events if e.type == "trial_ended")
+    story.sub.events = [
+        e for e in story.sub.events if not (e.type == "trial_ended" and e.occurred_at == early)
+    ]
+    for event in story.sub.events:
+        if event.type == "trial_started":
+            event.details.update(
+                trial_days=(t1 - start).days,
+                standard_trial_days=story.plan.trial_days,
+                extended=True,
+            )
+    story.trial_end_before = None
