@@ -113,7 +113,8 @@ def test_the_price_rise_was_announced_before_the_invoice_and_is_billed() -> None
         assert invoice["billing_inputs"]["plan"]["unit_price"] == rise["unit_price"]
         assert parse_amount(rise["unit_price"]) > parse_amount(history[-2]["unit_price"])
         previous = tools.invoice(outcome.focus[1].id)
-        assert parse_amount(invoice["total"]) > parse_amount(previous["total"])
+        if invoice["billing_inputs"]["proration_end"] is None:  # not a last, prorated period
+            assert parse_amount(invoice["total"]) > parse_amount(previous["total"])
 
 
 def test_the_changed_tax_rate_is_the_rate_in_force_on_each_invoice() -> None:
