@@ -180,14 +180,18 @@ class _Audit:
 def _reading_order(invoices: list[Json], complaint: str) -> list[Json]:
     """Invoices the complaint names first, then the ones whose total moved most from the same
     subscription's previous invoice (a fault changes a total; when the budget cannot fetch
-    every invoice, those are the ones worth reading), then the rest in period order."""
+    every invoice, those are the ones worth reading; an invoice repeating a moved total keeps
+    half its move, since a fault often runs on), then the rest in period order."""
     named = set(_INVOICE_ID.findall(complaint))
     previous: dict[str, int] = {}
+    moved: dict[str, int] = {}
     jump: dict[str, int] = {}
     for summary in invoices:
         total = cents(summary.get("total")) or 0
         sub = str(summary.get("subscription_id"))
-        jump[summary["invoice_id"]] = abs(total - previous.get(sub, 0))  # a first: its total
+        step = abs(total - previous.get(sub, 0))  # a first: its total
+        jump[summary["invoice_id"]] = step or moved.get(sub, 0) // 2
+        moved[sub] = jump[summary["invoice_id"]]
         previous[sub] = total
     rest = [s for s in invoices if s["invoice_id"] not in named]
     rest.sort(key=lambda s: -jump[s["invoice_id"]])
