@@ -76,16 +76,18 @@ def duplicate_payments(ev: Evidence) -> list[Candidate]:
 
 
 def cancellation(events: list[Event]) -> Event | None:
-    """The cancellation request that stood: not withdrawn by a later `renewed` event."""
+    """The cancellation request that stood: not withdrawn by a later `renewed` event, even
+    one after its confirmation (a cancellation reversed before it took effect)."""
     pending: Event | None = None
+    stood: Event | None = None
     for event in events:
         if event.kind == "cancel_requested":
             pending = pending or event
         elif event.kind == "renewed":
-            pending = None
+            pending = stood = None
         elif event.kind == "canceled":
-            return pending or event
-    return pending
+            stood, pending = stood or pending or event, None
+    return stood or pending
 
 
 def _period_end_after(summaries: list[Json], on: date) -> str | None:
@@ -369,12 +371,13 @@ def trial_period_charged(ev: Evidence) -> list[Candidate]:
             f"first charged day, but {summary['invoice_id']} charged from {charged_from}"
         )
         total = cents(summary.get("total"))
+        credited = ev.credited(summary["invoice_id"])  # a trial extended after it was charged
         if trial_end.local >= end and total:  # the whole period lay inside the trial
             note += f"; its whole period is inside the trial, total {summary.get('total')}"
-            found.append(Candidate(label, summary["invoice_id"], note, cents=total))
+            found.append(Candidate(label, summary["invoice_id"], note, cents=total - credited))
             continue
         overrides = {"proration_start": trial_end.local.isoformat()}
-        found.append(Candidate(label, summary["invoice_id"], note, overrides))
+        found.append(Candidate(label, summary["invoice_id"], note, overrides, credited=credited))
     return found
 
 

@@ -27,6 +27,7 @@ class Candidate:
     cents: int | None = None  # an overcharge a tool printed literally; no recompute needed
     shown: str | None = None  # the recompute in words, where an override's value is printed
     # nowhere but in the recompute's own echo (a weekend's Friday rate date)
+    credited: int = 0  # already returned by earlier credit notes: netted from the difference
 
 
 @dataclass(frozen=True)

@@ -135,8 +135,9 @@ class _Audit:
             "recompute_invoice", invoice_id=candidate.invoice_id, **candidate.overrides
         )
         difference = cents(result.get("difference"))
-        if difference is None or difference <= 0:
+        if difference is None or difference - candidate.credited <= 0:
             return []
+        difference -= candidate.credited
         shown = candidate.shown or ", ".join(f"{k}={v}" for k, v in candidate.overrides.items())
         note = (
             f"{candidate.note}; recompute_invoice with {shown} totals {result.get('total')} "
@@ -206,7 +207,8 @@ def _reading_order(
     invoice's `amount_credited` tells); then the first invoice after each timeline change
     (`_after_changes`), then the ones whose total moved most from the same subscription's
     previous invoice (a fault changes a total; when the budget cannot fetch every invoice,
-    those are the ones worth reading), then the rest in period order."""
+    those are the ones worth reading; an invoice repeating a moved total keeps half its move,
+    since a fault often runs on), then the rest in period order."""
     net: dict[str, int] = {}
     for p in payments:
         sign = {"succeeded": 1, "refunded": -1}.get(str(p.get("status")), 0)
@@ -219,11 +221,14 @@ def _reading_order(
         if net.get(s["invoice_id"], 0) > (cents(s.get("total")) or 0)
     }
     previous: dict[str, int] = {}
+    moved: dict[str, int] = {}
     jump: dict[str, int] = {}
     for summary in invoices:
         total = cents(summary.get("total")) or 0
         sub = str(summary.get("subscription_id"))
-        jump[summary["invoice_id"]] = abs(total - previous.get(sub, 0))  # a first: its total
+        step = abs(total - previous.get(sub, 0))  # a first: its total
+        jump[summary["invoice_id"]] = step or moved.get(sub, 0) // 2
+        moved[sub] = jump[summary["invoice_id"]]
         previous[sub] = total
     rest = [s for s in invoices if s["invoice_id"] not in named]
     rest.sort(key=lambda s: (s["invoice_id"] not in after, -jump[s["invoice_id"]]))

@@ -18,6 +18,7 @@ from datetime import date, time, timedelta
 from env.builder import WorldBuilder, data
 from env.calendar import days, local_to_utc, utc_to_local_date
 from env.changes import earlier_credit, immediate_swap, late_days
+from env.lookalikes_life import main_retro_trial, retro_trial, reversed_cancel, scheduled_first
 from env.lookalikes_pay import credited_second_charge
 from env.lookalikes_plans import (
     WITHDRAWN_PLAN_RATE,
@@ -78,6 +79,8 @@ def decorate_second(b: WorldBuilder, plans: dict[str, Plan]) -> tuple[Story, lis
     if trial and _draw(b, "extended_trial"):
         _extend_trial(b, story)
         features.append("extended_trial")
+    elif trial and retro_trial(b, story):
+        features.append("retro_trial")
     first_paid = 1 if trial else 0
     if _draw(b, "ordered_by"):
         story.sub.events[0].details["ordered_by"] = ordered_by(b)
@@ -98,26 +101,31 @@ def decorate_second(b: WorldBuilder, plans: dict[str, Plan]) -> tuple[Story, lis
         for k in ks:  # a change, and maybe the change back later
             start, end = story.period(k)
             day = b.pick(late_days(start, end, old, new, margin=2))
+            scheduled_first(b, story, day, new.id)
             _plan_change(b, story, day, new, "immediately")
             old, new = new, old
         features.append("upgrade_now")
     elif swap is not None and _draw(b, "scheduled_downgrade"):
         if withdrawn_plan_change(b, story, plans, WITHDRAWN_SECOND_RATE):
             features.append("withdrawn_plan_change")
-            return _second_end(b, story, features)
+            return _second_end(b, story, features, first_paid)
         k = b.rng.randint(first_paid, story.periods - 2)
         start, end = story.period(k)
         story.plan_changes.append((end, swap))
         day = start + days(b.rng.randint(2, (end - start).days - 3))
         _plan_change(b, story, day, swap, "at_period_end")
         features.append("scheduled_downgrade")
-    return _second_end(b, story, features)
+    return _second_end(b, story, features, first_paid)
 
 
-def _second_end(b: WorldBuilder, story: Story, features: list[str]) -> tuple[Story, list[str]]:
+def _second_end(
+    b: WorldBuilder, story: Story, features: list[str], first_paid: int
+) -> tuple[Story, list[str]]:
     """The second subscription's cancellation story: withdrawn, done, or none."""
     if _draw(b, "withdrawn_cancel"):
-        _withdrawn_cancel(b, story, b.rng.randint(0, story.periods - 2))
+        k = b.rng.randint(0, story.periods - 2)
+        if not (k >= first_paid and reversed_cancel(b, story, k)):
+            _withdrawn_cancel(b, story, k)
         features.append("withdrawn_cancel")
     elif _draw(b, "cancel"):
         _cancel(b, story)
@@ -158,6 +166,7 @@ def decorate_main(b: WorldBuilder, story: Story, skip: tuple[str, ...] = ()) -> 
     own structure would be the only structure in the scenario. A kind the story already has
     (from its fault or look-alike) is not added again."""
     assert b.draft is not None
+    main_retro_trial(b, story)
     first_paid = 1 if story.trial_end is not None else 0
     if story.coupon is None and first_paid < story.periods and _main_draw(b, "coupon", skip):
         _coupon(b, story, first_paid, fixed_ok=True)
@@ -195,7 +204,9 @@ def decorate_main(b: WorldBuilder, story: Story, skip: tuple[str, ...] = ()) -> 
     kinds = {e.type for e in story.sub.events}
     room = _periods_before_cancel(story)
     if room and "renewed" not in kinds and _main_draw(b, "withdrawn", skip):
-        _withdrawn_cancel(b, story, b.rng.randrange(room))
+        k = b.rng.randrange(room)
+        if not (k >= first_paid and k + 1 < room and reversed_cancel(b, story, k)):
+            _withdrawn_cancel(b, story, k)
     # metered usage of the last period would be owed on a final invoice: plain plans only
     ends = story.cancel_effective is None and not story.plan.overage_unit_price_cents
     ends = ends and not (fixed and b.label != "coupon_not_applied")
@@ -337,7 +348,7 @@ def _extend_trial(b: WorldBuilder, story: Story) -> None:
     """A trial extended by support: it ends later, logged with the standard length."""
     assert story.trial_end is not None
     start = story.period(0)[0]
-    story.trial_end += days(b.rng.randint(5, 20))
+    story.trial_end += days(b.rng.randint(5, 40))  # as long as a fault's extended trial
     for event in story.sub.events:
         if event.type == "trial_started":
             event.details.update(

@@ -10,6 +10,7 @@ from __future__ import annotations
 from env.background import decorate_payments, decorate_second
 from env.builder import WorldBuilder
 from env.faults.base import FaultOutcome
+from env.lookalikes_life import charge_before_extension, settle_main_trial
 
 THIRD_RATE = {"L1": 0.0, "L2": 0.2, "L3": 0.45}  # a third subscription, as some faults have
 
@@ -17,13 +18,18 @@ THIRD_RATE = {"L1": 0.0, "L2": 0.2, "L3": 0.45}  # a third subscription, as some
 def add_decoys(b: WorldBuilder, outcome: FaultOutcome) -> None:
     draft = b.draft
     assert draft is not None
+    named = [str(c.arguments) for c in outcome.evidence] + [i.id for i in outcome.focus]
+    keep = f"{' '.join(named)} {outcome.summary} {outcome.slots}"  # ids the fault relies on
+    settle_main_trial(b, outcome.story, keep)
     if b.difficulty != "L1" and "no_second_subscription" not in outcome.traps:
         plans = {p.id.removeprefix("PLN-"): p for p in draft.plans}
         story, _ = decorate_second(b, plans)
         invoices = b.bill(story)
+        invoices = charge_before_extension(b, story, invoices)
         outcome.traps.append("second_subscription")
         if b.difficulty == "L3" and invoices:
             outcome.focus.append(b.pick(invoices))
         if b.rng.random() < THIRD_RATE[b.difficulty]:  # counts of a feature must not tell either
-            b.bill(decorate_second(b, plans)[0])
+            third = decorate_second(b, plans)[0]
+            charge_before_extension(b, third, b.bill(third))
     decorate_payments(b, list(outcome.focus))

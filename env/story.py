@@ -78,6 +78,7 @@ class Story:
     usage: dict[date, int] = field(default_factory=dict)
     usage_before_change: dict[date, int] = field(default_factory=dict)  # split at a change
     trial_invoice: Invoice | None = None
+    trial_end_before: date | None = None  # a trial extended after it first ended (look-alike)
     usage_level: int = 0  # the customer's typical units per period, whatever the plan
     keeps_plan: bool = False  # a look-alike about this plan's price: no pending plan change
 

@@ -26,6 +26,7 @@ from env.faults.common import (
     seats_for,
 )
 from env.faults.plan_changes import day_inside, record_event
+from env.lookalikes_life import charge_before_extension, extend_later
 from env.money import format_cents
 from env.story import Story
 from env.world import Event, Invoice, Plan
@@ -262,12 +263,20 @@ def trial_period_charged(b: WorldBuilder) -> FaultOutcome:
     variant = b.pick(TRIAL_VARIANTS)
     extended = variant == "extended_trial"
     story, whole, ended = _trial_story(b, plans, extended)
+    retro = variant == "trial_shortened" and b.difficulty != "L1"
+    if retro:  # extended after it first ended, billing kept the old end (L1: charged early)
+        later = extend_later(b, story, same_period=True)
+        assert later is not None
+        ended = next(e for e in story.sub.events if e.type == "trial_ended" and e is not ended)
     plan, start, trial_end = story.plan, story.anchor, story.trial_end
     assert trial_end is not None
     length = (trial_end - start).days
     decorate_main(b, story)
     invoices = b.bill(story)  # the trial's zero invoice, then the paid periods
-    if extended:  # periods wholly inside the trial were invoiced although none is due
+    if retro:  # charged from the first end, issued then: same rates
+        invoices = charge_before_extension(b, story, invoices, credited=False)
+        victims = invoices[:1]
+    elif extended:  # periods wholly inside the trial were invoiced although none is due
         victims = []
         for k in range(whole):
             inputs = replace(
@@ -317,7 +326,8 @@ def _trial_story(
     ]
     metered = [p for p in options if p.overage_unit_price_cents]
     plan = b.pick(metered if metered and b.rng.random() < METERED_RATE else options)
-    whole = (1 if b.difficulty == "L1" or b.rng.random() < 0.6 else 2) if extended else 0
+    # two whole periods inside a trial only at L1: no legitimate extension runs that long
+    whole = (1 if b.difficulty != "L1" or b.rng.random() < 0.6 else 2) if extended else 0
     if b.difficulty == "L1":
         periods = whole + 1 + b.rng.randint(0, 1) if extended else b.rng.randint(1, 3)
     else:
@@ -343,7 +353,7 @@ def _billed_trial_start(
     """Where the faulty bill started charging: the period start, or too early in the trial."""
     if variant == "trial_shortened":
         return start + days(b.rng.randint(1, plan.trial_days - 3))
-    if variant == "extended_trial" and k == 0 and b.rng.random() < 0.5:
+    if variant == "extended_trial" and k == 0 and b.rng.random() < 0.5 and b.difficulty == "L1":
         return start + days(plan.trial_days)  # the standard trial, ignoring the extension
     return None
 

@@ -75,7 +75,8 @@ def test_invoices_after_cancellation_start_days_after_the_canceled_event(difficu
         env, timezone, timeline = investigate_by_day(scenario)
         # an unprocessed cancellation may leave the row active: the event is the authority
         assert timeline["status"] in ("canceled", "active")
-        (canceled,) = events_of(timeline, "canceled")
+        *reversed_, canceled = events_of(timeline, "canceled")  # earlier ones were reversed
+        assert len(events_of(timeline, "renewed")) >= len(reversed_)
         canceled_on = local(canceled["occurred_at"], timezone).date()
         ends_on = canceled["details"]["effective"]
         for victim, cents in reveal_truth(scenario).overcharges.items():
@@ -97,14 +98,16 @@ def test_trial_days_were_charged_before_the_trial_ended(difficulty: str) -> None
     for scenario in scenarios("trial_period_charged", difficulty, PER_LEVEL):
         env, timezone, timeline = investigate_by_day(scenario)
         (started,) = events_of(timeline, "trial_started")
-        (ended,) = events_of(timeline, "trial_ended")
+        first, *later = events_of(timeline, "trial_ended")  # a second: extended afterwards
+        ended = later[-1] if later else first
         (zero,) = [i for i in ok(env, "list_invoices", customer_id=scenario.customer_id)[
             "invoices"] if i["subscription_id"] == timeline["subscription_id"]
             and i["total"] == "0.00"]  # fmt: skip
         assert zero["issued_at"] == started["occurred_at"]  # the trial's zero invoice
         trial_end = local(ended["occurred_at"], timezone).date()
         trial_start = local(started["occurred_at"], timezone).date()
-        assert (trial_end - trial_start).days == started["details"]["trial_days"]
+        first_end = local(first["occurred_at"], timezone).date()
+        assert (first_end - trial_start).days == started["details"]["trial_days"]
         for victim, cents in reveal_truth(scenario).overcharges.items():
             invoice = ok(env, "get_invoice", invoice_id=victim)
             charged_from = invoice["billing_inputs"]["proration_start"] or invoice["period_start"]

@@ -289,7 +289,12 @@ def _investigate(env: LedgerEnv, customer_id: str, true_label: str) -> None:
         ok(env, "recompute_invoice", invoice_id=item["invoice_id"])
         ok(env, "get_subscription_timeline", subscription_id=item["subscription_id"])
     ok(env, "list_payments", customer_id=customer_id)
-    target = next(i for i in invoices if i["total"] != "0.00")["invoice_id"]  # not a trial's
+    target = next(  # not a trial's zero invoice, nor one an earlier credit note fully returned
+        i["invoice_id"]
+        for i in invoices
+        if i["total"] != "0.00"
+        and ok(env, "get_invoice", invoice_id=i["invoice_id"])["amount_credited"] != i["total"]
+    )
     ok(env, "draft_credit_note", invoice_id=target, amount="0.01", reason="p")
     item = {"invoice_id": target, "overcharge_amount": "0.01"}
     ok(env, "submit_findings", root_cause=other, affected_invoices=[item], summary="probe")

@@ -168,3 +168,24 @@ def test_generated_lookalikes_have_possible_timelines() -> None:
             if kind == "plan_change_withdrawn" or effective[:1].isdigit():
                 seen.add(kind)
     assert {"plan_change_withdrawn", "plan_changed", "seats_changed"} <= seen
+
+
+def test_a_cancellation_reversed_after_its_confirmation_is_possible(
+    world: sqlite3.Connection,
+) -> None:
+    """issue 19's look-alike: asked, confirmed, then withdrawn before it took effect."""
+    sub = _main_sub(world)
+    details = {"effective": "at_period_end", "reason": "too_expensive"}
+    _add_event(world, sub, "2027-01-01T10:00:00Z", "cancel_requested", details)
+    _add_event(world, sub, "2027-01-01T12:00:00Z", "canceled", {"effective": "at_period_end"})
+    _add_event(world, sub, "2027-01-02T09:00:00Z", "renewed", {"cancel_request_withdrawn": True})
+    assert _problems(world) == []
+
+
+def test_a_reversal_weeks_after_the_request_is_flagged(world: sqlite3.Connection) -> None:
+    sub = _main_sub(world)
+    details = {"effective": "at_period_end", "reason": "too_expensive"}
+    _add_event(world, sub, "2027-01-01T10:00:00Z", "cancel_requested", details)
+    _add_event(world, sub, "2027-01-01T12:00:00Z", "canceled", {"effective": "at_period_end"})
+    _add_event(world, sub, "2027-02-01T09:00:00Z", "renewed", {"cancel_request_withdrawn": True})
+    assert any("withdrawn after" in p for p in _problems(world))
