@@ -12,6 +12,7 @@ from __future__ import annotations
 from datetime import date
 from fractions import Fraction
 
+from env import lookalikes_tax
 from env.background import decorate_main
 from env.builder import WorldBuilder, data
 from env.calendar import add_months, days
@@ -77,7 +78,9 @@ def wrong_tax_rate(b: WorldBuilder) -> FaultOutcome:
     b.make_customer()
     story = unbilled_story(b, minimum_periods=4 if b.difficulty == "L3" else 1)
     candidates = _other_jurisdictions(b)
-    if candidates and b.rng.random() < 0.45:
+    # design §2: the outdated rate (recorded rate vs its own jurisdiction's table) has no
+    # look-alike, so L2/L3 use the wrong jurisdiction, whose signals a recorded move shares
+    if candidates and (b.difficulty != "L1" or b.rng.random() < 0.45):
         return _wrong_jurisdiction(b, story, candidates)
     return _outdated_rate(b, story)
 
@@ -110,6 +113,7 @@ def _outdated_rate(b: WorldBuilder, story: Story) -> FaultOutcome:
         b.set_tax_history(old, new, change)
     if first > 0:
         traps.append("old_rate_correct_before_change")
+    lookalikes_tax.move_before(b, issued[0])
     b.lapse_certificate_before(issued[first])
     decorate_main(b, story)
     invoices = b.bill(story)
@@ -194,10 +198,14 @@ def _wrong_jurisdiction(
     # a mix-up is likeliest with a neighbour: same country, else same currency, else any
     same_country = [o for o in higher if o[1] == b.customer.country]
     same_currency = [o for o in higher if o[2] == b.customer.currency]
-    other, _, _, rate_text = b.pick(same_country or same_currency or higher)
+    previous = [o for o in higher if o[0] == b.customer.previous_jurisdiction]
+    other, _, _, rate_text = b.pick(previous or same_country or same_currency or higher)
     if not any(r[0] == other for r in b.draft.tax_rates):
         b.draft.tax_rates.append((other, rate_text, FIRST_RATE_DAY, None))
         b.draft.tax_rates.sort()
+    lookalikes_tax.move_before(b, issued[min(first, n if rise_at is None else rise_at)])
+    if b.customer.jurisdiction_since and b.customer.jurisdiction_since > issued[0].isoformat():
+        traps.append("previous_jurisdiction_before_move")
     b.lapse_certificate_before(issued[first])
     decorate_main(b, story)
     invoices = b.bill(story)
@@ -299,6 +307,7 @@ def tax_exempt_charged(b: WorldBuilder) -> FaultOutcome:
         valid_until = date(max(starts[-1].year, valid_from.year + 1) + b.rng.randint(0, 2), 12, 31)
     certificate = b.new_id("TXC", 8)
     b.customer.exemption = (certificate, valid_from.isoformat(), valid_until.isoformat())
+    lookalikes_tax.move_before(b, story.issue_day(first))  # covered invoices: the own jurisdiction
     decorate_main(b, story)
     invoices = b.bill(story)  # inside the window they are exempt: correct == billed so far
     by_start = invoices_by_start(invoices)

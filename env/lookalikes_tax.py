@@ -1,0 +1,114 @@
+"""Tax look-alikes (world v4, design §1.2): legitimate causes of the tax comparisons' signals.
+
+- **A move on record.** A customer whose tax jurisdiction changed (`MOVE_RATE`, any class, drawn
+  before the label matters): invoices issued before `jurisdiction_since` are taxed in the
+  previous jurisdiction at its rate. They differ from the customer's current jurisdiction and
+  its rate, exactly as `wrong_tax_rate`'s victims do; `get_customer` shows the move.
+- **A certificate for another jurisdiction.** An exemption applies only where it was issued
+  (`CERTIFICATE_ELSEWHERE_RATE` of background certificates; the previous jurisdiction after a
+  move): tax inside its window is then correct, as `tax_exempt_charged`'s victims are not.
+
+The billing engine follows both (`WorldBuilder.rates_on`); faults keep their victims after the
+move (`move_before`), so the fields occur in every class at the same rate.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import TYPE_CHECKING, Any
+
+from env.calendar import days
+
+if TYPE_CHECKING:
+    from env.builder import WorldBuilder
+    from env.story import Story
+
+MOVE_RATE = 0.35  # customers with a jurisdiction change on record (where a neighbour exists)
+MOVE_INSIDE_RATE = 0.8  # of those, the move falls between two invoices of the main story
+CERTIFICATE_PREVIOUS_RATE = 0.5  # a moved customer's certificate issued in the old jurisdiction
+CERTIFICATE_ELSEWHERE_RATE = 0.2  # other certificates issued for another jurisdiction
+
+
+def _locales() -> list[dict[str, Any]]:
+    from env.builder import data  # the builder imports this module
+
+    return list(data("locales.json"))
+
+
+def neighbours(b: WorldBuilder) -> list[str]:
+    """Jurisdictions a customer could have moved from without changing currency: same country
+    first (US states, Canadian provinces), else the same currency (the euro area)."""
+    own = b.customer
+    same_currency = [
+        loc for loc in _locales() if loc["currency"] == own.currency
+        and loc["jurisdiction"] != own.tax_jurisdiction
+    ]  # fmt: skip
+    same_country = [loc for loc in same_currency if loc["country"] == own.country]
+    return sorted({loc["jurisdiction"] for loc in same_country or same_currency})
+
+
+def _rates_of(jurisdiction: str) -> list[str]:
+    return next(loc["rates"] for loc in _locales() if loc["jurisdiction"] == jurisdiction)
+
+
+def maybe_move(b: WorldBuilder) -> None:
+    """Draws a previous jurisdiction (its day is placed with the first story, `place_move`) and
+    makes sure the rate table holds its rate: one flat row, like every other jurisdiction's."""
+    assert b.draft is not None
+    options = neighbours(b)
+    if not options or b.rng.random() >= MOVE_RATE:
+        return
+    previous = b.pick(options)
+    b.customer.previous_jurisdiction = previous
+    if not any(r[0] == previous for r in b.draft.tax_rates):
+        b.draft.tax_rates.append((previous, b.pick(_rates_of(previous)), "2023-01-01", None))
+        b.draft.tax_rates.sort()
+
+
+def place_move(b: WorldBuilder, story: Story) -> None:
+    """The move's day: a few days before one of the main story's invoices (so earlier ones are
+    taxed in the old jurisdiction), or before the story began. Never within two days of an
+    issue day, so a UTC reading of an issue date falls on the same side."""
+    c = b.customer
+    if c.previous_jurisdiction is None or c.jurisdiction_since is not None:
+        return
+    inside = [
+        k for k in range(1, story.periods)
+        if (story.issue_day(k) - story.issue_day(k - 1)).days >= 8
+    ]  # fmt: skip
+    if inside and b.rng.random() < MOVE_INSIDE_RATE:
+        k = b.pick(inside)
+        gap = (story.issue_day(k) - story.issue_day(k - 1)).days
+        since = story.issue_day(k) - days(b.rng.randint(3, min(20, gap - 3)))
+    else:
+        since = story.issue_day(0) - days(b.rng.randint(3, 300))
+    c.jurisdiction_since = since.isoformat()
+
+
+def move_before(b: WorldBuilder, day: date) -> None:
+    """Where a story compares tax from `day` on, the move (if any) took effect before it, so
+    those invoices are taxed in the current jurisdiction (earlier ones may still be in the old)."""
+    c = b.customer
+    if c.previous_jurisdiction is None:
+        return
+    if c.jurisdiction_since is None or c.jurisdiction_since > (day - days(3)).isoformat():
+        c.jurisdiction_since = (day - days(b.rng.randint(3, 40))).isoformat()
+
+
+def keep_jurisdiction(b: WorldBuilder, first: date, second: date) -> None:
+    """Two invoices compared for a price (no_error look-alikes): no move between them."""
+    since = b.customer.jurisdiction_since
+    if since is not None and first.isoformat() < since <= second.isoformat():
+        move_before(b, first)
+
+
+def certificate_jurisdiction(b: WorldBuilder) -> str:
+    """Where a background certificate applies: mostly the customer's own jurisdiction; after a
+    move often the old one; sometimes a neighbour's (a registration elsewhere)."""
+    c = b.customer
+    if c.previous_jurisdiction is not None and b.rng.random() < CERTIFICATE_PREVIOUS_RATE:
+        return c.previous_jurisdiction
+    options = neighbours(b)
+    if options and b.rng.random() < CERTIFICATE_ELSEWHERE_RATE:
+        return str(b.pick(options))
+    return c.tax_jurisdiction
