@@ -138,8 +138,15 @@ class WorldBuilder:
 
     def lapse_certificate_before(self, day: date) -> None:
         """Where the fault or look-alike is about the tax rate, its invoices are taxed: the
-        customer's certificate, if any, lapsed before `day` (it may cover earlier invoices)."""
-        if self.customer.exemption is not None:
+        customer's certificate, if any, lapsed before `day` (it may cover earlier invoices), or
+        was issued for another jurisdiction (then its window stays as drawn)."""
+        cert = self.customer.exemption
+        if cert is None or cert[2] <= day.isoformat():
+            return
+        elsewhere = lookalikes_tax.certificate_elsewhere(self)
+        if elsewhere and self.rng.random() < lookalikes_tax.KEEP_WINDOW_RATE:
+            self.customer.exemption_jurisdiction = self.pick(elsewhere)  # it never applied here
+        else:
             end = day - days(self.rng.randint(1, 40))
             start = end - days(self.rng.randint(60, 400))
             self.customer.exemption = (
@@ -197,7 +204,8 @@ class WorldBuilder:
     def jurisdiction_on(self, day: date) -> str:
         """The jurisdiction in force on an issue day: the previous one before a recorded move."""
         c = self.customer
-        if c.previous_jurisdiction and c.jurisdiction_since and day.isoformat() < c.jurisdiction_since:
+        since = c.jurisdiction_since
+        if c.previous_jurisdiction and since and day.isoformat() < since:
             return c.previous_jurisdiction
         return c.tax_jurisdiction
 

@@ -18,15 +18,18 @@ from datetime import date
 from typing import TYPE_CHECKING, Any
 
 from env.calendar import days
+from env.money import parse_rate
 
 if TYPE_CHECKING:
     from env.builder import WorldBuilder
     from env.story import Story
 
 MOVE_RATE = 0.35  # customers with a jurisdiction change on record (where a neighbour exists)
+HIGHER_RATE_MOVE = 0.7  # moves from a neighbour whose rate is above the customer's own
 MOVE_INSIDE_RATE = 0.8  # of those, the move falls between two invoices of the main story
 CERTIFICATE_PREVIOUS_RATE = 0.5  # a moved customer's certificate issued in the old jurisdiction
 CERTIFICATE_ELSEWHERE_RATE = 0.2  # other certificates issued for another jurisdiction
+KEEP_WINDOW_RATE = 0.5  # tax-rate stories: a covering certificate applies elsewhere, not lapsed
 
 
 def _locales() -> list[dict[str, Any]]:
@@ -58,10 +61,16 @@ def maybe_move(b: WorldBuilder) -> None:
     options = neighbours(b)
     if not options or b.rng.random() >= MOVE_RATE:
         return
-    previous = b.pick(options)
+    tabled = {r[0]: r[1] for r in b.draft.tax_rates}
+    rate = {o: tabled.get(o) or max(_rates_of(o), key=parse_rate) for o in options}
+    own = max(parse_rate(r[1]) for r in b.draft.tax_rates if r[0] == b.customer.tax_jurisdiction)
+    higher = [o for o in options if parse_rate(rate[o]) > own]
+    # businesses often move to a lower-tax neighbour: the old rate is then the higher one,
+    # as a wrong jurisdiction's is (`wrong_tax_rate`), so the recorded rates tell nothing
+    previous = b.pick(higher if higher and b.rng.random() < HIGHER_RATE_MOVE else options)
     b.customer.previous_jurisdiction = previous
-    if not any(r[0] == previous for r in b.draft.tax_rates):
-        b.draft.tax_rates.append((previous, b.pick(_rates_of(previous)), "2023-01-01", None))
+    if previous not in tabled:
+        b.draft.tax_rates.append((previous, rate[previous], "2023-01-01", None))
         b.draft.tax_rates.sort()
 
 
@@ -112,3 +121,9 @@ def certificate_jurisdiction(b: WorldBuilder) -> str:
     if options and b.rng.random() < CERTIFICATE_ELSEWHERE_RATE:
         return str(b.pick(options))
     return c.tax_jurisdiction
+
+
+def certificate_elsewhere(b: WorldBuilder) -> list[str]:
+    """Jurisdictions a certificate may have been issued for instead of the customer's own."""
+    previous = b.customer.previous_jurisdiction
+    return sorted({*neighbours(b), *([previous] if previous else [])})

@@ -35,7 +35,7 @@ class Customer:
     # a move on record: invoices issued before `jurisdiction_since` are taxed in the previous one
     previous_jurisdiction: str | None = None
     jurisdiction_since: str | None = None
-    exemption_jurisdiction: str | None = None  # where the certificate applies (None: no certificate)
+    exemption_jurisdiction: str | None = None  # where the certificate applies (None: own)
 
 
 @dataclass

@@ -195,11 +195,15 @@ def _wrong_jurisdiction(
     higher = [o for o in others if parse_rate(o[3]) > right]
     if not higher:  # the customer's own rate is the highest there is: the other flavour
         return _outdated_rate(b, story)
-    # a mix-up is likeliest with a neighbour: same country, else same currency, else any
+    # a mix-up is likeliest with the old jurisdiction after a move, else a neighbour (same
+    # country, else same currency), else the nearest higher rate: never a rate far outside
+    # what the customer's own invoices show elsewhere
     same_country = [o for o in higher if o[1] == b.customer.country]
     same_currency = [o for o in higher if o[2] == b.customer.currency]
     previous = [o for o in higher if o[0] == b.customer.previous_jurisdiction]
-    other, _, _, rate_text = b.pick(previous or same_country or same_currency or higher)
+    nearest = min(parse_rate(o[3]) for o in higher)
+    closest = [o for o in higher if parse_rate(o[3]) == nearest]
+    other, _, _, rate_text = b.pick(previous or same_country or same_currency or closest)
     if not any(r[0] == other for r in b.draft.tax_rates):
         b.draft.tax_rates.append((other, rate_text, FIRST_RATE_DAY, None))
         b.draft.tax_rates.sort()
