@@ -34,7 +34,8 @@ METHODS = {
 }
 
 
-CERTIFICATE_RATE = 0.9  # customers with an exemption certificate outside tax_exempt_charged
+CERTIFICATE_RATE = 0.8  # customers with an exemption certificate outside tax_exempt_charged
+# (env.lookalikes_tax adds one to half of the rest, from its own stream: 90 % in all)
 MAIN_TRIAL_RATE = 0.85  # main subscriptions that start with their plan's free trial
 EXTENDED_TRIAL_RATE = 0.3  # of those, trials support extended (they still end in period 0)
 ZERO_ALLOWANCE_RATE = 0.2  # Growth plans with no included units (pay as you go)
@@ -64,11 +65,13 @@ class WorldBuilder:
         self.tax_history: list[tuple[str, str, str | None]] = []  # rate, from, to
         self.fx: dict[str, str] = {}
         self.stories: list[Story] = []  # every subscription's story, the main one first
+        self.tax_rng: random.Random | None = None  # env.lookalikes_tax's side stream
 
     # identities -------------------------------------------------------------------------
-    def new_id(self, prefix: str, length: int = 6) -> str:
+    def new_id(self, prefix: str, length: int = 6, rng: random.Random | None = None) -> str:
+        rng = rng or self.rng
         while True:
-            candidate = prefix + "-" + "".join(self.rng.choice(_ID_ALPHABET) for _ in range(length))
+            candidate = prefix + "-" + "".join(rng.choice(_ID_ALPHABET) for _ in range(length))
             if candidate not in self._ids:
                 self._ids.add(candidate)
                 return candidate
@@ -129,11 +132,16 @@ class WorldBuilder:
         """Maybe an exemption certificate with any window (design §1.2: certificates occur in
         every class); billing follows it. Tax-rate stories move its end before the invoices they
         compare (`lapse_certificate_before`); tax_exempt_charged makes its own."""
-        if self.label == "tax_exempt_charged" or self.rng.random() >= CERTIFICATE_RATE:
+        if self.label == "tax_exempt_charged":
             return
-        start = date(2024, 6, 1) + days(self.rng.randint(0, 500))
-        end = start + days(self.rng.randint(60, 730))
-        self.customer.exemption = (self.new_id("TXC", 8), start.isoformat(), end.isoformat())
+        if self.rng.random() >= CERTIFICATE_RATE:
+            lookalikes_tax.extra_certificate(self)
+        else:
+            start = date(2024, 6, 1) + days(self.rng.randint(0, 500))
+            end = start + days(self.rng.randint(60, 730))
+            self.customer.exemption = (self.new_id("TXC", 8), start.isoformat(), end.isoformat())
+        if self.customer.exemption is None:
+            return
         self.customer.exemption_jurisdiction = lookalikes_tax.certificate_jurisdiction(self)
 
     def lapse_certificate_before(self, day: date) -> None:
@@ -143,17 +151,11 @@ class WorldBuilder:
         cert = self.customer.exemption
         if cert is None or cert[2] <= day.isoformat():
             return
-        elsewhere = lookalikes_tax.certificate_elsewhere(self)
-        if elsewhere and self.rng.random() < lookalikes_tax.KEEP_WINDOW_RATE:
-            self.customer.exemption_jurisdiction = self.pick(elsewhere)  # it never applied here
-        else:
-            end = day - days(self.rng.randint(1, 40))
-            start = end - days(self.rng.randint(60, 400))
-            self.customer.exemption = (
-                self.customer.exemption[0],
-                start.isoformat(),
-                end.isoformat(),
-            )
+        if lookalikes_tax.certificate_applies_elsewhere(self):  # it never applied here
+            return
+        end = day - days(self.rng.randint(1, 40))
+        start = end - days(self.rng.randint(60, 400))
+        self.customer.exemption = (cert[0], start.isoformat(), end.isoformat())
 
     # reference tables -------------------------------------------------------------------
     def _make_tax_history(self) -> None:
