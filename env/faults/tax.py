@@ -191,6 +191,8 @@ def _wrong_jurisdiction(
     run, count = [first], victim_count(b, 2)
     while len(run) < count and run[-1] + 1 in ks:
         run.append(run[-1] + 1)
+    if rise_at is None:
+        _lowest_where_compared(b, [issued[k] for k in run], others)
     right = max(b.tax_rate_on(issued[k]) for k in run)
     higher = [o for o in others if parse_rate(o[3]) > right]
     if not higher:  # the customer's own rate is the highest there is: the other flavour
@@ -247,6 +249,26 @@ def _wrong_jurisdiction(
     return _wrong_rate_outcome(
         story, victims, decoys, evidence, summary, traps, variant="wrong_jurisdiction"
     )
+
+
+def _lowest_where_compared(
+    b: WorldBuilder, days_compared: list[date], others: list[tuple[str, str, str, str]]
+) -> None:
+    """Where no same-currency neighbour taxes above the rate in force on the victims' days (a
+    New York customer), the history's segment covering them gets the locale's lowest rate, so
+    the mix-up stays with a neighbour instead of a rate from another currency's range."""
+    change = date.fromisoformat(b.tax_history[0][2] or FIRST_RATE_DAY)
+    neighbours = [parse_rate(o[3]) for o in others if o[2] == b.customer.currency]
+    if any(r > max(b.tax_rate_on(d) for d in days_compared) for r in neighbours):
+        return
+    rates = _sorted_rates(b)
+    if len(rates) < 2 or not any(r > parse_rate(rates[0]) for r in neighbours):
+        return
+    rest = b.pick(rates[1:])
+    if all(d >= change for d in days_compared):
+        b.set_tax_history(rest, rates[0], change)
+    elif all(d < change for d in days_compared):
+        b.set_tax_history(rates[0], rest, change)
 
 
 def _wrong_rate_outcome(
