@@ -169,6 +169,9 @@ def tax_exempt_charged(ev: Evidence) -> list[Candidate]:
             continue
         if not valid_from <= issued < valid_until:
             continue
+        where = certificate.get("jurisdiction") or ev.jurisdiction_on(issued)
+        if where != ev.jurisdiction_on(issued):  # issued for another jurisdiction: tax is due
+            continue
         note = (
             f"certificate {certificate.get('certificate_id')} (valid {valid_from} until "
             f"{valid_until}) covers {summary['invoice_id']} (issued {issued}), yet tax "
@@ -183,11 +186,11 @@ def tax_exempt_charged(ev: Evidence) -> list[Candidate]:
 
 
 def wrong_tax_rate(ev: Evidence) -> list[Candidate]:
-    own = str(ev.customer.get("tax_jurisdiction", ""))
     found = []
     for summary in ev.fetched():
         inputs = ev.inputs(summary["invoice_id"])
         start = ev.issue_day(summary)
+        own = ev.jurisdiction_on(start)  # the previous jurisdiction before a recorded move
         right = ev.rate_on(start)
         if inputs.get("tax_exempt") or right is None:
             continue

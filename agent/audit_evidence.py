@@ -44,9 +44,11 @@ class TaxWindow:
     rate: str
     start: str
     end: str | None  # exclusive; None = open-ended
+    jurisdiction: str = ""
 
-    def covers(self, day: str) -> bool:
-        return self.start <= day and (self.end is None or day < self.end)
+    def covers(self, day: str, jurisdiction: str = "") -> bool:
+        inside = self.start <= day and (self.end is None or day < self.end)
+        return inside and jurisdiction in ("", self.jurisdiction)
 
 
 @dataclass
@@ -88,8 +90,19 @@ class Evidence:
         """What earlier credit notes already returned on an invoice (0 if not fetched)."""
         return cents(self.details.get(invoice_id, {}).get("amount_credited")) or 0
 
+    def jurisdiction_on(self, day: str) -> str:
+        """The customer's jurisdiction in force on an issue day: before a move on record
+        (`tax_jurisdiction_since`), the previous one."""
+        since = self.customer.get("tax_jurisdiction_since")
+        previous = self.customer.get("previous_tax_jurisdiction")
+        if isinstance(since, str) and isinstance(previous, str) and day < since:
+            return previous
+        return str(self.customer.get("tax_jurisdiction", ""))
+
     def rate_on(self, day: str) -> str | None:
-        return next((w.rate for w in self.tax_windows if w.covers(day)), None)
+        """The rate of the jurisdiction in force on `day`, if a look-up covered it."""
+        where = self.jurisdiction_on(day)
+        return next((w.rate for w in self.tax_windows if w.covers(day, where)), None)
 
 
 # parsing -------------------------------------------------------------------------------------

@@ -87,20 +87,21 @@ class _Audit:
         return ev
 
     def tax_windows(self, ev: Evidence) -> Generator[ToolCall, str, None]:
-        """The customer's rate for each invoice's issue day; one look-up covers a window."""
-        jurisdiction = ev.customer.get("tax_jurisdiction")
-        if not isinstance(jurisdiction, str):
+        """The customer's rate for each invoice's issue day, in the jurisdiction in force that
+        day (the previous one before a recorded move); one look-up covers a window."""
+        if not isinstance(ev.customer.get("tax_jurisdiction"), str):
             return
         for summary in ev.fetched():
             start = ev.issue_day(summary)
             if ev.inputs(summary["invoice_id"]).get("tax_exempt") or ev.rate_on(start):
                 continue
+            jurisdiction = ev.jurisdiction_on(start)
             if self.left <= TAX_RESERVE:
                 return
             found = yield from self.ask("get_tax_rate", jurisdiction=jurisdiction, date=start)
             rate, since, until = (found.get(k) for k in ("rate", "effective_from", "effective_to"))
             if isinstance(rate, str) and isinstance(since, str) and isinstance(until, str | None):
-                window = TaxWindow(rate, since, until)
+                window = TaxWindow(rate, since, until, jurisdiction)
                 if not window.covers(start):  # never loop on a window that misses its own day
                     return
                 ev.tax_windows.append(window)

@@ -153,7 +153,7 @@ class _World:
         inputs = inputs_from_json(row["inputs"])
         day = self.local(row["issued_at"])
         problems = []
-        jurisdiction = self.customer["tax_jurisdiction"]
+        jurisdiction = self._jurisdiction(day)
         if inputs.tax_jurisdiction != jurisdiction:
             problems.append(f"taxed under {inputs.tax_jurisdiction}, not {jurisdiction}")
         if inputs.tax_exempt != self._exempt(day):
@@ -183,10 +183,21 @@ class _World:
             problems.append("usage split differs from the usage records around the change")
         return problems
 
+    def _jurisdiction(self, day: date) -> str:
+        """The customer's jurisdiction in force on an issue day: the previous one before a move."""
+        c = self.customer
+        since, previous = c["tax_jurisdiction_since"], c["previous_tax_jurisdiction"]
+        if previous is not None and since is not None and day.isoformat() < since:
+            return str(previous)
+        return str(c["tax_jurisdiction"])
+
     def _exempt(self, day: date) -> bool:
+        """The certificate covers the issue day and applies where the invoice is taxed."""
         c = self.customer
         start, end = c["exemption_valid_from"], c["exemption_valid_until"]
-        return start is not None and start <= day.isoformat() < end
+        if start is None or not start <= day.isoformat() < end:
+            return False
+        return c["exemption_jurisdiction"] in (None, self._jurisdiction(day))
 
     def _tax_rate(self, jurisdiction: str, day: date) -> Fraction | None:
         text = day.isoformat()

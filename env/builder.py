@@ -16,6 +16,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from env import lookalikes_tax
 from env.billing import BillingInputs
 from env.calendar import add_months, days, fx_day, local_to_utc, utc_stamp
 from env.money import format_rate, parse_rate
@@ -34,6 +35,7 @@ METHODS = {
 
 
 CERTIFICATE_RATE = 0.8  # customers with an exemption certificate outside tax_exempt_charged
+# (env.lookalikes_tax adds one to half of the rest, from its own stream: 90 % in all)
 MAIN_TRIAL_RATE = 0.85  # main subscriptions that start with their plan's free trial
 EXTENDED_TRIAL_RATE = 0.3  # of those, trials support extended (they still end in period 0)
 ZERO_ALLOWANCE_RATE = 0.2  # Growth plans with no included units (pay as you go)
@@ -63,11 +65,13 @@ class WorldBuilder:
         self.tax_history: list[tuple[str, str, str | None]] = []  # rate, from, to
         self.fx: dict[str, str] = {}
         self.stories: list[Story] = []  # every subscription's story, the main one first
+        self.tax_rng: random.Random | None = None  # env.lookalikes_tax's side stream
 
     # identities -------------------------------------------------------------------------
-    def new_id(self, prefix: str, length: int = 6) -> str:
+    def new_id(self, prefix: str, length: int = 6, rng: random.Random | None = None) -> str:
+        rng = rng or self.rng
         while True:
-            candidate = prefix + "-" + "".join(self.rng.choice(_ID_ALPHABET) for _ in range(length))
+            candidate = prefix + "-" + "".join(rng.choice(_ID_ALPHABET) for _ in range(length))
             if candidate not in self._ids:
                 self._ids.add(candidate)
                 return candidate
@@ -108,6 +112,7 @@ class WorldBuilder:
         )
         self.draft = WorldDraft(customer=customer)
         self._make_tax_history()
+        lookalikes_tax.maybe_move(self)
         self._background_certificate()
         return customer
 
@@ -127,23 +132,30 @@ class WorldBuilder:
         """Maybe an exemption certificate with any window (design §1.2: certificates occur in
         every class); billing follows it. Tax-rate stories move its end before the invoices they
         compare (`lapse_certificate_before`); tax_exempt_charged makes its own."""
-        if self.label == "tax_exempt_charged" or self.rng.random() >= CERTIFICATE_RATE:
+        if self.label == "tax_exempt_charged":
             return
-        start = date(2024, 6, 1) + days(self.rng.randint(0, 500))
-        end = start + days(self.rng.randint(60, 730))
-        self.customer.exemption = (self.new_id("TXC", 8), start.isoformat(), end.isoformat())
+        if self.rng.random() >= CERTIFICATE_RATE:
+            lookalikes_tax.extra_certificate(self)
+        else:
+            start = date(2024, 6, 1) + days(self.rng.randint(0, 500))
+            end = start + days(self.rng.randint(60, 730))
+            self.customer.exemption = (self.new_id("TXC", 8), start.isoformat(), end.isoformat())
+        if self.customer.exemption is None:
+            return
+        self.customer.exemption_jurisdiction = lookalikes_tax.certificate_jurisdiction(self)
 
     def lapse_certificate_before(self, day: date) -> None:
         """Where the fault or look-alike is about the tax rate, its invoices are taxed: the
-        customer's certificate, if any, lapsed before `day` (it may cover earlier invoices)."""
-        if self.customer.exemption is not None:
-            end = day - days(self.rng.randint(1, 40))
-            start = end - days(self.rng.randint(60, 400))
-            self.customer.exemption = (
-                self.customer.exemption[0],
-                start.isoformat(),
-                end.isoformat(),
-            )
+        customer's certificate, if any, lapsed before `day` (it may cover earlier invoices), or
+        was issued for another jurisdiction (then its window stays as drawn)."""
+        cert = self.customer.exemption
+        if cert is None or cert[2] <= day.isoformat():
+            return
+        if lookalikes_tax.certificate_applies_elsewhere(self):  # it never applied here
+            return
+        end = day - days(self.rng.randint(1, 40))
+        start = end - days(self.rng.randint(60, 400))
+        self.customer.exemption = (cert[0], start.isoformat(), end.isoformat())
 
     # reference tables -------------------------------------------------------------------
     def _make_tax_history(self) -> None:
@@ -180,9 +192,32 @@ class WorldBuilder:
                 return parse_rate(rate)
         raise ValueError(f"no tax rate on {text}")
 
+    def rate_in(self, jurisdiction: str, day: date) -> Fraction:
+        """The table's rate of any jurisdiction on `day` (the customer's own: `tax_rate_on`)."""
+        if jurisdiction == self.customer.tax_jurisdiction:
+            return self.tax_rate_on(day)
+        assert self.draft is not None
+        text = day.isoformat()
+        for name, rate, start, end in self.draft.tax_rates:
+            if name == jurisdiction and start <= text and (end is None or text < end):
+                return parse_rate(rate)
+        raise ValueError(f"no {jurisdiction} tax rate on {text}")
+
+    def jurisdiction_on(self, day: date) -> str:
+        """The jurisdiction in force on an issue day: the previous one before a recorded move."""
+        c = self.customer
+        since = c.jurisdiction_since
+        if c.previous_jurisdiction and since and day.isoformat() < since:
+            return c.previous_jurisdiction
+        return c.tax_jurisdiction
+
     def exempt_on(self, day: date) -> bool:
+        """The certificate covers the issue day and applies in the jurisdiction in force then."""
         cert = self.customer.exemption
-        return cert is not None and cert[1] <= day.isoformat() < cert[2]
+        if cert is None or not cert[1] <= day.isoformat() < cert[2]:
+            return False
+        where = self.customer.exemption_jurisdiction or self.customer.tax_jurisdiction
+        return where == self.jurisdiction_on(day)
 
     def rates_on(self, issued: date) -> dict[str, Any]:
         """The currency, fx and tax inputs of an invoice issued that day (design §1.1: the rates
@@ -191,8 +226,8 @@ class WorldBuilder:
             "currency": self.customer.currency,
             "fx_rate": self.fx_on(fx_day(issued)),
             "fx_rate_date": fx_day(issued),
-            "tax_jurisdiction": self.customer.tax_jurisdiction,
-            "tax_rate": self.tax_rate_on(issued),
+            "tax_jurisdiction": self.jurisdiction_on(issued),
+            "tax_rate": self.rate_in(self.jurisdiction_on(issued), issued),
             "tax_exempt": self.exempt_on(issued),
         }
 
@@ -303,6 +338,8 @@ class WorldBuilder:
             story.anchor = start  # the first period starts with the trial and is prorated
         self.draft.subscriptions.append(sub)
         self.stories.append(story)
+        if len(self.stories) == 1:
+            lookalikes_tax.place_move(self, story)
         return story
 
     def _default_anchor(self) -> date:

@@ -52,6 +52,7 @@ class Lookups:
                 "certificate_id": row["exemption_certificate_id"],
                 "valid_from": row["exemption_valid_from"],
                 "valid_until": row["exemption_valid_until"],
+                "jurisdiction": row["exemption_jurisdiction"],
             }
         subscriptions = [
             r[0]
@@ -68,6 +69,8 @@ class Lookups:
             "country": row["country"],
             "region": row["region"],
             "tax_jurisdiction": row["tax_jurisdiction"],
+            "previous_tax_jurisdiction": row["previous_tax_jurisdiction"],
+            "tax_jurisdiction_since": row["tax_jurisdiction_since"],
             "timezone": row["timezone"],
             "currency": row["currency"],
             "exemption_certificate": certificate,

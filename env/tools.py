@@ -63,7 +63,9 @@ class BillingTools(Lookups):
 
         Billing periods are calendar dates in the customer's timezone; event timestamps are UTC.
         An exemption certificate covers invoices whose period starts on or after valid_from and
-        before valid_until. Call this first with the id from the complaint, then `list_invoices`.
+        before valid_until, taxed in its jurisdiction. Invoices issued before
+        tax_jurisdiction_since are taxed in previous_tax_jurisdiction (null: no move).
+        Call this first with the id from the complaint, then `list_invoices`.
 
         Args:
             customer_id: Customer id, e.g. "CUS-4Q2P9A".

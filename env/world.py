@@ -32,6 +32,10 @@ class Customer:
     created_at: str
     exemption: tuple[str, str, str] | None = None  # certificate id, valid_from, valid_until
     notes: str = ""
+    # a move on record: invoices issued before `jurisdiction_since` are taxed in the previous one
+    previous_jurisdiction: str | None = None
+    jurisdiction_since: str | None = None
+    exemption_jurisdiction: str | None = None  # where the certificate applies (None: own)
 
 
 @dataclass
@@ -193,7 +197,7 @@ def freeze(draft: WorldDraft) -> bytes:
     c = draft.customer
     cert = c.exemption or (None, None, None)
     db.execute(
-        "INSERT INTO customers VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        "INSERT INTO customers VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
         (
             c.id,
             c.name,
@@ -207,6 +211,9 @@ def freeze(draft: WorldDraft) -> bytes:
             *cert,
             c.notes,
             c.created_at,
+            c.previous_jurisdiction,
+            c.jurisdiction_since,
+            (c.exemption_jurisdiction or c.tax_jurisdiction) if c.exemption else None,
         ),
     )
     for p in draft.plans:

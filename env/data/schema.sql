@@ -4,7 +4,8 @@ CREATE TABLE customers (
     id TEXT PRIMARY KEY, name TEXT NOT NULL, email TEXT NOT NULL, company TEXT NOT NULL,
     country TEXT NOT NULL, region TEXT, tax_jurisdiction TEXT NOT NULL, timezone TEXT NOT NULL,
     currency TEXT NOT NULL, exemption_certificate_id TEXT, exemption_valid_from TEXT,
-    exemption_valid_until TEXT, notes TEXT NOT NULL DEFAULT '', created_at TEXT NOT NULL
+    exemption_valid_until TEXT, notes TEXT NOT NULL DEFAULT '', created_at TEXT NOT NULL,
+    previous_tax_jurisdiction TEXT, tax_jurisdiction_since TEXT, exemption_jurisdiction TEXT
 );
 CREATE TABLE plans (
     id TEXT PRIMARY KEY, name TEXT NOT NULL, interval TEXT NOT NULL, pricing TEXT NOT NULL,

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import date
 
+from env import lookalikes_tax
 from env.background import decorate_main, ordered_by
 from env.builder import WorldBuilder
 from env.calendar import days
@@ -72,6 +73,7 @@ def _same_tax(b: WorldBuilder, first: date, second: date) -> None:
     (old, _, change), (new, _, _) = b.tax_history
     if change is not None and first.isoformat() < change <= second.isoformat():
         b.set_tax_history(old, new, first)
+    lookalikes_tax.keep_jurisdiction(b, first, second)
 
 
 def _outcome(
@@ -126,6 +128,7 @@ def tax_change(b: WorldBuilder) -> FaultOutcome:
     low, high = sorted(set(b.rng.sample(b.locale["rates"], 2)), key=parse_rate)
     kd = b.rng.randint(1, story.periods - 1)
     b.lapse_certificate_before(story.issue_day(kd - 1))
+    lookalikes_tax.move_before(b, story.issue_day(kd - 1))
     start = story.period(kd)[0]
     change = start - days(b.rng.randint(0, 10))
     b.set_tax_history(low, high, change)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from datetime import date
 from fractions import Fraction
 
+from env import lookalikes_tax
 from env.background import decorate_main
 from env.builder import WorldBuilder, data
 from env.calendar import add_months, days
@@ -77,7 +78,9 @@ def wrong_tax_rate(b: WorldBuilder) -> FaultOutcome:
     b.make_customer()
     story = unbilled_story(b, minimum_periods=4 if b.difficulty == "L3" else 1)
     candidates = _other_jurisdictions(b)
-    if candidates and b.rng.random() < 0.45:
+    # design §2: the outdated rate (recorded rate vs its own jurisdiction's table) has no
+    # look-alike, so L2/L3 use the wrong jurisdiction, whose signals a recorded move shares
+    if candidates and (b.difficulty != "L1" or b.rng.random() < 0.45):
         return _wrong_jurisdiction(b, story, candidates)
     return _outdated_rate(b, story)
 
@@ -110,6 +113,7 @@ def _outdated_rate(b: WorldBuilder, story: Story) -> FaultOutcome:
         b.set_tax_history(old, new, change)
     if first > 0:
         traps.append("old_rate_correct_before_change")
+    lookalikes_tax.move_before(b, issued[0])
     b.lapse_certificate_before(issued[first])
     decorate_main(b, story)
     invoices = b.bill(story)
@@ -187,17 +191,27 @@ def _wrong_jurisdiction(
     run, count = [first], victim_count(b, 2)
     while len(run) < count and run[-1] + 1 in ks:
         run.append(run[-1] + 1)
+    if rise_at is None:
+        _lowest_where_compared(b, [issued[k] for k in run], others)
     right = max(b.tax_rate_on(issued[k]) for k in run)
     higher = [o for o in others if parse_rate(o[3]) > right]
     if not higher:  # the customer's own rate is the highest there is: the other flavour
         return _outdated_rate(b, story)
-    # a mix-up is likeliest with a neighbour: same country, else same currency, else any
+    # a mix-up is likeliest with the old jurisdiction after a move, else a neighbour (same
+    # country, else same currency), else the nearest higher rate: never a rate far outside
+    # what the customer's own invoices show elsewhere
     same_country = [o for o in higher if o[1] == b.customer.country]
     same_currency = [o for o in higher if o[2] == b.customer.currency]
-    other, _, _, rate_text = b.pick(same_country or same_currency or higher)
+    previous = [o for o in higher if o[0] == b.customer.previous_jurisdiction]
+    nearest = min(parse_rate(o[3]) for o in higher)
+    closest = [o for o in higher if parse_rate(o[3]) == nearest]
+    other, _, _, rate_text = b.pick(previous or same_country or same_currency or closest)
     if not any(r[0] == other for r in b.draft.tax_rates):
         b.draft.tax_rates.append((other, rate_text, FIRST_RATE_DAY, None))
         b.draft.tax_rates.sort()
+    lookalikes_tax.move_before(b, issued[min(first, n if rise_at is None else rise_at)])
+    if b.customer.jurisdiction_since and b.customer.jurisdiction_since > issued[0].isoformat():
+        traps.append("previous_jurisdiction_before_move")
     b.lapse_certificate_before(issued[first])
     decorate_main(b, story)
     invoices = b.bill(story)
@@ -235,6 +249,26 @@ def _wrong_jurisdiction(
     return _wrong_rate_outcome(
         story, victims, decoys, evidence, summary, traps, variant="wrong_jurisdiction"
     )
+
+
+def _lowest_where_compared(
+    b: WorldBuilder, days_compared: list[date], others: list[tuple[str, str, str, str]]
+) -> None:
+    """Where no same-currency neighbour taxes above the rate in force on the victims' days (a
+    New York customer), the history's segment covering them gets the locale's lowest rate, so
+    the mix-up stays with a neighbour instead of a rate from another currency's range."""
+    change = date.fromisoformat(b.tax_history[0][2] or FIRST_RATE_DAY)
+    neighbours = [parse_rate(o[3]) for o in others if o[2] == b.customer.currency]
+    if any(r > max(b.tax_rate_on(d) for d in days_compared) for r in neighbours):
+        return
+    rates = _sorted_rates(b)
+    if len(rates) < 2 or not any(r > parse_rate(rates[0]) for r in neighbours):
+        return
+    rest = b.pick(rates[1:])
+    if all(d >= change for d in days_compared):
+        b.set_tax_history(rest, rates[0], change)
+    elif all(d < change for d in days_compared):
+        b.set_tax_history(rates[0], rest, change)
 
 
 def _wrong_rate_outcome(
@@ -299,6 +333,7 @@ def tax_exempt_charged(b: WorldBuilder) -> FaultOutcome:
         valid_until = date(max(starts[-1].year, valid_from.year + 1) + b.rng.randint(0, 2), 12, 31)
     certificate = b.new_id("TXC", 8)
     b.customer.exemption = (certificate, valid_from.isoformat(), valid_until.isoformat())
+    lookalikes_tax.move_before(b, story.issue_day(first))  # covered invoices: the own jurisdiction
     decorate_main(b, story)
     invoices = b.bill(story)  # inside the window they are exempt: correct == billed so far
     by_start = invoices_by_start(invoices)

@@ -45,7 +45,9 @@ def test_get_customer_returns_timezone_currency_jurisdiction_and_certificate(
         "certificate_id": "EXC-DE-0042",
         "valid_from": "2025-05-01",
         "valid_until": "2025-08-01",
+        "jurisdiction": "DE",  # no jurisdiction drawn: the customer's own
     }
+    assert (result["previous_tax_jurisdiction"], result["tax_jurisdiction_since"]) == (None, None)
     assert result["subscription_ids"] == [TEAM_SUB, GROWTH_SUB]
 
 
