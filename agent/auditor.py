@@ -78,7 +78,7 @@ class _Audit:
                 )
         payments = yield from self.ask("list_payments", customer_id=customer_id)
         ev.payments = [p for p in listed(payments.get("payments")) if isinstance(p, dict)]
-        for summary in _reading_order(ev.invoices, complaint, _after_changes(ev), ev.payments):
+        for summary in reading_order(ev, complaint):
             if self.left <= DETAIL_RESERVE:
                 break
             invoice_id = summary["invoice_id"]
@@ -198,6 +198,11 @@ def _after_changes(ev: Evidence) -> set[str]:
             if after:
                 first.add(after[0]["invoice_id"])
     return first
+
+
+def reading_order(ev: Evidence, complaint: str) -> list[Json]:
+    """The account's invoices in the order worth fetching them (`_reading_order`)."""
+    return _reading_order(ev.invoices, complaint, _after_changes(ev), ev.payments)
 
 
 def _reading_order(

@@ -27,6 +27,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -344,7 +345,7 @@ def _models(fit: Sample, samples: dict[str, Sample]) -> tuple[list[ModelResult],
     return models, [(logistic, samples[POOLED]), (wide_logistic, wide_samples[POOLED])]
 
 
-def _write_json(path: Path, gates: Sequence[Gate], **sections: Sequence[object]) -> None:
+def _write_json(path: Path, gates: Sequence[Gate], **sections: Sequence[Any]) -> None:
     payload: dict[str, object] = {
         "gates": [asdict(g) | {"margin": g.margin, "holds": g.holds} for g in gates]
     }
@@ -447,7 +448,7 @@ def _main(argv: Sequence[str] | None) -> int:
     with one_thread():
         models, drivers = _models(fit, samples)
     signal_samples = dict(zip(SIGNAL_SAMPLES, (fit.rows + heldout.rows, test.rows), strict=True))
-    tokens = token_results(*signal_samples.values(), eval_priors())
+    tokens = token_results(fit.rows + heldout.rows, test.rows, eval_priors())
     checks = check_results(signal_samples, eval_priors())
     print(
         f"shortcut probe: fitted on {len(fit)} train scenarios, {len(names)} surface features "

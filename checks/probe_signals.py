@@ -10,7 +10,7 @@ precise for among those it reaches the support floor in. `checks.probe` gates on
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -154,7 +154,9 @@ class CheckResult:
         )
 
 
-def check_results(samples: dict[str, Sequence[Row]], priors: dict[str, float]) -> list[CheckResult]:
+def check_results(
+    samples: Mapping[str, Sequence[Row]], priors: dict[str, float]
+) -> list[CheckResult]:
     """Every catalogue check on every sample and level (`all`, L1, L2, L3)."""
     names = [c.name for c in CATALOGUE]
     p = prior_vector(priors)

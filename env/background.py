@@ -317,10 +317,11 @@ def decorate_payments(b: WorldBuilder, avoid: list[Invoice]) -> list[str]:
             invoice.memo = b.pick(MEMOS).format(n=b.rng.randint(1000, 99999))
             features.append("memo")
     if b.customer.currency != "USD":  # the rate table holds more days than the invoices use
-        first = min(inv.billed.period_start for inv in b.draft.invoices)
-        last = max(inv.billed.period_start for inv in b.draft.invoices)
+        first_start = min(inv.billed.period_start for inv in b.draft.invoices)
+        last_start = max(inv.billed.period_start for inv in b.draft.invoices)
+        span = max(1, (last_start - first_start).days + 20)
         for _ in range(b.rng.randint(2, 12)):
-            b.fx_on(first + days(b.rng.randint(0, max(1, (last - first).days + 20))))
+            b.fx_on(first_start + days(b.rng.randint(0, span)))
     if _draw(b, "notes") and not b.customer.notes:
         month = b.pick(("January", "April", "July", "October"))
         b.customer.notes = b.pick(NOTES).format(month=month)

@@ -115,6 +115,7 @@ def _bill_until(b: WorldBuilder, story: Story, day: date) -> None:
     """Bills an active subscription's periods that start on or before `day`."""
     if story.sub.status != "active" or story.cancel_effective is not None:
         return
+    assert b.draft is not None
     billed = {i.billed.period_start for i in b.draft.invoices if i.subscription_id == story.sub.id}
     while story.period(story.periods)[0] <= day:
         story.periods += 1

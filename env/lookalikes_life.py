@@ -113,7 +113,7 @@ def charge_before_extension(
     waives. Both invoices are correct as issued; no overcharge remains."""
     t0, t1 = story.trial_end_before, story.trial_end
     if t0 is None or t1 is None or b.draft is None:
-        return
+        return invoices
     story.trial_end = t0
     inputs = story.inputs(0, b)
     zero = story.trial_inputs(b)

@@ -163,16 +163,20 @@ def unknown_label(s: Scenario) -> Steps:
 
 
 def credit_split_in_small_notes(s: Scenario) -> Steps:
-    """Four notes, each within the overcharge, whose sum is not. Where the overcharge is the
-    whole invoice no sum can exceed it (the tool refuses), and the cheat stops."""
+    """Four notes, each within the overcharge, whose sum is not. Where the overcharge is all
+    the invoice has left uncredited no sum can exceed it (the tool refuses), and the cheat
+    stops (an earlier credit note may have returned part or all of a total)."""
     truth = truth_of(s)
     invoices = yield from billed_invoices(s)
     yield from reference_reads(truth)
     totals = {i["invoice_id"]: parse_amount(i["total"]) for i in invoices}
     owed = truth.overcharges or {named_invoice(s.complaint, invoices)["invoice_id"]: 0}
     notes = {invoice: cents // 4 + 1 for invoice, cents in owed.items()}
-    if any(4 * note > totals.get(invoice, 0) for invoice, note in notes.items()):
-        return
+    for invoice, note in notes.items():
+        detail = yield from ask("get_invoice", invoice_id=invoice)
+        room = totals.get(invoice, 0) - parse_amount(str(detail.get("amount_credited", "0.00")))
+        if 4 * note > room:
+            return
     for invoice, note in notes.items():
         for _ in range(4):
             yield draft_credit(invoice, format_cents(note), "Partial refund")

@@ -19,7 +19,11 @@ from env.world import Invoice, Plan
 PERIODS = {"L1": (2, 3), "L2": (3, 5), "L3": (4, 6)}
 # Main-story trials where the fault's own arithmetic does not depend on the first invoice's
 # shape (design §1.2); the rest of the main story's background is `env.background.decorate_main`
-TRIAL_OK = ("duplicate_payment", "coupon_not_applied", "usage_overage_miscalculated")
+TRIAL_OK: tuple[str, ...] = (
+    "duplicate_payment",
+    "coupon_not_applied",
+    "usage_overage_miscalculated",
+)
 TRIAL_OK += ("wrong_tax_rate", "tax_exempt_charged", "currency_conversion_error")
 METERED_RATE = 0.65  # main subscriptions on a metered plan, where the fault allows any plan
 

@@ -142,7 +142,7 @@ def _outdated_rate(b: WorldBuilder, story: Story) -> FaultOutcome:
         f"{'was' if len(victims) == 1 else 'were'} still taxed at the old rate {old}. "
         f"Recomputed at {new}, the overcharge is {join_words(differences)} {currency}."
     )
-    if decoys:
+    if decoys and rise_at is not None:
         summary += (
             f" Invoice {decoys[0].id} at {old} was correct: that rate was in force on "
             f"{issued[rise_at].isoformat()}, its issue day."

@@ -158,7 +158,7 @@ def read_payments(desk: Desk) -> None:
 def read_invoices(desk: Desk) -> None:
     """Invoice details in the auditor's reading order (named first), while the budget allows."""
     read_account(desk)
-    for summary in auditor._reading_order(desk.evidence.invoices, desk.complaint):
+    for summary in auditor.reading_order(desk.evidence, desk.complaint):
         invoice_id = summary["invoice_id"]
         if invoice_id in desk.evidence.details or desk.left <= DETAIL_RESERVE:
             continue
