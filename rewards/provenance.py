@@ -318,4 +318,3 @@ def check_provenance(findings: Findings, tool_outputs: Iterable[str]) -> Provena
         parts = split_log([ToolRecord("output", "{}", output, error)])[0]
         calls.append(call_evidence(parts))
     return trace(findings, calls)
-
