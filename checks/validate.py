@@ -2,7 +2,8 @@
 checks the world's invariants (`checks.invariants`, design §1.1) on its initial database.
 
 A scenario its own reference cannot solve is a generator bug, so every split must pass whole:
-credits, findings, no tool error, every overcharge shown by a read tool, nothing else written.
+credits, findings, no tool error, every overcharge shown by a read tool, a grounded success
+under the reward (every number in the summary traceable), nothing else written.
 Run: `python -m checks.validate --split eval` (or val, heldout; `--split train --limit 2000`).
 Prints each failure with its reasons, then `passed/total`; exits 1 on any failure.
 """
@@ -19,7 +20,7 @@ from decimal import Decimal
 
 from checks.invariants import world_problems
 from env.cli import EXIT_FAILED, Parser, UsageError, map_seeds, positive_int, run_command
-from env.episode import drafted_credits
+from env.episode import drafted_credits, record_episode
 from env.generator import generate
 from env.ledger_env import LedgerEnv, open_database
 from env.money import format_cents
@@ -27,6 +28,7 @@ from env.scenario import Scenario, reveal_truth
 from env.splits import SPLITS, split_assignment, split_seeds
 from env.tools import READ_TOOLS
 from rewards.derived import calculations
+from rewards.reward import compute_reward
 
 EPISODE_ID = "validate"
 
@@ -96,6 +98,7 @@ def replay_problems(scenario: Scenario) -> list[str]:
             env.call(step.name, json.dumps(step.arguments))
         log, findings = env.tool_log, env.findings
         final = env.final_database()
+        scored = compute_reward(truth, record_episode(env))
     finally:
         env.close()
     problems = []
@@ -124,6 +127,9 @@ def replay_problems(scenario: Scenario) -> list[str]:
         amount = format_cents(cents)
         if not shows_amount(shown, amount) and amount not in derived:
             problems.append(f"overcharge {amount} of {invoice} is in no tool output")
+    if findings is not None and not scored.grounded:  # full marks need every number traceable
+        untraceable = ", ".join(scored.untraceable) or "none"
+        problems.append(f"the reference is not a grounded success (untraceable: {untraceable})")
     problems += untouched_problems(scenario.database, final)
     return problems
 

@@ -18,7 +18,7 @@ from datetime import date, time, timedelta
 from env.builder import WorldBuilder, data
 from env.calendar import days, local_to_utc, utc_to_local_date
 from env.changes import earlier_credit, immediate_swap, late_days
-from env.lookalikes_life import main_retro_trial, retro_trial, reversed_cancel, scheduled_first
+from env.lookalikes_life import retro_trial, reversed_cancel, scheduled_first
 from env.lookalikes_pay import credited_second_charge
 from env.lookalikes_plans import (
     WITHDRAWN_PLAN_RATE,
@@ -166,7 +166,6 @@ def decorate_main(b: WorldBuilder, story: Story, skip: tuple[str, ...] = ()) -> 
     own structure would be the only structure in the scenario. A kind the story already has
     (from its fault or look-alike) is not added again."""
     assert b.draft is not None
-    main_retro_trial(b, story)
     first_paid = 1 if story.trial_end is not None else 0
     if story.coupon is None and first_paid < story.periods and _main_draw(b, "coupon", skip):
         _coupon(b, story, first_paid, fixed_ok=True)
@@ -301,6 +300,8 @@ def decorate_payments(b: WorldBuilder, avoid: list[Invoice]) -> list[str]:
         for invoice in b.rng.sample(splittable, min(len(splittable), b.pick((1, 2, 2, 3)))):
             _split(b, invoice)
         features.append("split_payment")
+    credited_ids = {n.invoice_id for n in b.draft.credit_notes}  # a trial's credit came first
+    safe = [inv for inv in safe if inv.id not in credited_ids]
     credited = credited_second_charge(b, safe)  # a second charge made good by a credit note
     if credited is not None:
         safe.remove(credited)

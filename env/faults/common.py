@@ -12,6 +12,7 @@ from datetime import date, time
 from env.billing import BillingInputs
 from env.builder import WorldBuilder
 from env.calendar import local_to_utc
+from env.lookalikes_life import main_retro_trial
 from env.money import format_cents
 from env.story import Story
 from env.world import Invoice, Plan
@@ -59,6 +60,7 @@ def unbilled_story(
     trial = b.label in TRIAL_OK and b.main_trial(plan)
     periods = periods_for(b, minimum_periods)
     story = b.make_story(plan, seats=seats_for(b, plan), periods=periods, trial=trial)
+    main_retro_trial(b, story)  # before the fault reads its issue days (the trial's end moves)
     if plan.overage_unit_price_cents:
         b.fill_usage(story)
     return story

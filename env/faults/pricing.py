@@ -187,7 +187,15 @@ def usage_overage_miscalculated(b: WorldBuilder) -> FaultOutcome:
     # at L2/L3 the fault only counts usage twice, which an upgrade to Scale's far larger
     # allowance can swallow: Growth stories keep their plan there (Scale ones may move down)
     upgrade = b.difficulty != "L1" and story.plan.id == "PLN-GROWTH"
-    decorate_main(b, story, skip=("swap",) if n - len(shapes) < 2 or upgrade else ())
+    # included units other than the plan's have no legitimate cause in the world yet: that
+    # decisive comparison stays at L1 (design §2); it is L2/L3's fallback only when no period
+    # would be overcharged by counting its usage twice. Its summary cites the plan's included
+    # units, which only the timeline's current plan prints: no plan swap under it
+    variant = b.pick(("double_counted", "included_not_subtracted"))
+    if b.difficulty != "L1":
+        variant = "double_counted"
+    keep_plan = n - len(shapes) < 2 or upgrade or variant == "included_not_subtracted"
+    decorate_main(b, story, skip=("swap",) if keep_plan else ())
     for k in range(n):
         factor = b.rng.uniform(0.6, 1.8)  # over half the allowance: doubling always overcharges
         if k in decoy_ks:
@@ -197,12 +205,6 @@ def usage_overage_miscalculated(b: WorldBuilder) -> FaultOutcome:
         b.record_usage(story, k, units=int(b.usage_level(story) * factor))
     invoices = b.bill(story)
     by_start = invoices_by_start(invoices)
-    # included units other than the plan's have no legitimate cause in the world yet: that
-    # decisive comparison stays at L1 (design §2); it is L2/L3's fallback only when no period
-    # would be overcharged by counting its usage twice
-    variant = b.pick(("double_counted", "included_not_subtracted"))
-    if b.difficulty != "L1":
-        variant = "double_counted"
     # after a change to a plan with a far larger allowance, doubling may still be included
     # a period split at a plan change is billed in two parts: not where this fault strikes
     free = [
@@ -304,7 +306,7 @@ def currency_conversion_error(b: WorldBuilder) -> FaultOutcome:
     jump: int | None = None
     if b.difficulty == "L3" or (b.difficulty == "L2" and b.rng.random() < 0.5):
         jump = b.rng.randrange(n)  # a real rate at the top of the band: billed correctly
-        _put_fx(b, fx_day(starts[jump]), fx_high_rate(b, base))
+        _put_fx(b, fx_day(story.issue_day(jump)), fx_high_rate(b, base))  # a trial's end too
     decorate_main(b, story)
     invoices = b.bill(story)
     by_start = invoices_by_start(invoices)
@@ -344,12 +346,12 @@ def currency_conversion_error(b: WorldBuilder) -> FaultOutcome:
     )
     decoys: list[Invoice] = []
     if jump is not None:  # its rate is unusually high, and right: the rate of its own day
-        decoy, jump_day = by_start[starts[jump]], fx_day(starts[jump]).isoformat()
+        decoy, jump_day = by_start[starts[jump]], _issue_day(by_start[starts[jump]])
         decoys.append(decoy)
         evidence.append(recompute(decoy, fx_rate_date=jump_day))
         summary += (
             f" {decoy.id} used the high rate {format_rate(decoy.billed.fx_rate)}, but "
-            f"that is the rate recorded for its period start {jump_day}: it differs by 0.00."
+            f"that is the rate recorded for its issue day {jump_day}: it differs by 0.00."
         )
     return FaultOutcome(
         label="currency_conversion_error",

@@ -59,10 +59,12 @@ def test_findings_that_differ_from_the_truth_are_reported(hand_scenario: Scenari
 def test_an_overcharge_only_echoed_by_the_credit_note_is_not_evidence(
     hand_scenario: Scenario,
 ) -> None:
-    # without list_payments, 128.75 appears only in draft_credit_note's echo of its argument
-    steps = tuple(s for s in reveal_truth(hand_scenario).reference if s.name != "list_payments")
+    # without the listings, 128.75 appears only in draft_credit_note's echo of its argument
+    listings = ("list_payments", "list_invoices")
+    steps = tuple(s for s in reveal_truth(hand_scenario).reference if s.name not in listings)
     problems = replay_problems(with_truth(hand_scenario, reference=steps))
-    assert problems == ["overcharge 128.75 of INV-HAND01 is in no tool output"]
+    assert problems[0] == "overcharge 128.75 of INV-HAND01 is in no tool output"
+    assert problems[1].startswith("the reference is not a grounded success (untraceable: ")
 
 
 def test_an_amount_counts_as_shown_only_as_a_whole_number() -> None:

@@ -196,6 +196,7 @@ def hand_draft() -> WorldDraft:
 def hand_truth() -> Truth:
     reference = (
         ToolCall("get_customer", {"customer_id": CUSTOMER}),
+        ToolCall("list_invoices", {"customer_id": CUSTOMER}),  # the id as data, not an echo
         ToolCall("list_payments", {"customer_id": CUSTOMER, "invoice_id": MARCH}),
         ToolCall(
             "draft_credit_note",
