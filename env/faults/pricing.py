@@ -370,11 +370,7 @@ def _issue_day(invoice: Invoice) -> str:
 
 def _put_fx(b: WorldBuilder, day: date, rate: Fraction) -> None:
     """Records a USD rate for `day` before anything asks `fx_on` for it (4 decimals)."""
-    assert b.draft is not None
-    text = format_rate(Fraction(round(rate * 10000), 10000))
-    b.fx[day.isoformat()] = text
-    b.draft.fx_rates.append((day.isoformat(), "USD", b.customer.currency, text))
-    b.draft.fx_rates.sort()
+    b.put_fx(day, rate)
 
 
 def _wrong_day(b: WorldBuilder, invoice: Invoice) -> tuple[date, Fraction]:
@@ -399,11 +395,15 @@ def _wrong_day(b: WorldBuilder, invoice: Invoice) -> tuple[date, Fraction]:
     day = start - days(b.rng.randint(2, 31))
     while day.isoformat() in b.fx or day.weekday() >= 5:
         day -= days(1)
-    # at least 1 % above the right rate, and inside the table's usual band where it has room
+    # about 1 % above the right rate, inside the table's usual band where it has room (a rate
+    # above the band every class's table keeps would give the class away, design §1.2)
     right = invoice.billed.fx_rate
-    low = right * Fraction(101, 100)
-    high = max(fx_band_top(parse_rate(data("catalog.json")["fx_base"][b.customer.currency])), low)
-    _put_fx(b, day, low + (high - low) * Fraction(b.rng.randint(0, 100), 100))
+    high = fx_band_top(parse_rate(data("catalog.json")["fx_base"][b.customer.currency]))
+    low = min(right * Fraction(101, 100), high)
+    rate = low + (high - low) * Fraction(b.rng.randint(0, 100), 100)
+    if not _overcharges(invoice, Fraction(round(rate * 10000), 10000), day):
+        rate = right * Fraction(101, 100)  # the right rate is at the band's top already
+    _put_fx(b, day, rate)
     return day, b.fx_on(day)
 
 
