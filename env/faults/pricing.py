@@ -2,7 +2,7 @@
 
 Each builder sets the real terms (a coupon, usage records, fx rates) before billing, so the
 correct invoices follow them, then rebills the victims from one wrong input: no coupon, the
-wrong usage units or included units, another date's or an inverted fx rate. L3 adds near
+wrong usage units or included units, another date's fx rate. L3 adds near
 misses: a coupon used up or expired, a legitimate usage spike, a legitimate fx jump.
 """
 
@@ -309,31 +309,21 @@ def currency_conversion_error(b: WorldBuilder) -> FaultOutcome:
     invoices = b.bill(story)
     by_start = invoices_by_start(invoices)
     run = _run(b, [k for k in range(n) if k != jump])
-    # an inverted rate disagrees with the table on its own recorded date, which no legitimate
-    # invoice does (design §2: a decisive comparison only at L1)
-    inverts = b.difficulty == "L1" and base < 1
-    variant = "inverted" if inverts and b.rng.random() < 0.5 else "wrong_date"
+    # another recorded day's rate, inside the band every class's table keeps: an inverted rate
+    # (once an L1 form) left every currency's band, a value no correct invoice records
+    variant = "wrong_date"
     victims = [by_start[starts[k]] for k in run]
     lines = []
     for invoice in victims:
         right = invoice.billed.fx_rate
         start = invoice.billed.period_start
-        flipped = Fraction(round(10000 / right), 10000)
-        if variant == "inverted" and flipped > right:
-            b.rebill(invoice, fx_rate=flipped)
-            lines.append(
-                f"{invoice.id} was converted at {format_rate(flipped)} {currency} per USD, the "
-                f"inverse of the rate {format_rate(right)} recorded for its period start "
-                f"{start.isoformat()}"
-            )
-        else:
-            day, rate = _wrong_day(b, invoice)
-            b.rebill(invoice, fx_rate=rate, fx_rate_date=day)
-            lines.append(
-                f"{invoice.id} was converted at {format_rate(rate)}, the USD to {currency} rate "
-                f"of {day.isoformat()}, instead of {format_rate(right)}, the rate recorded for "
-                f"its period start {start.isoformat()}"
-            )
+        day, rate = _wrong_day(b, invoice)
+        b.rebill(invoice, fx_rate=rate, fx_rate_date=day)
+        lines.append(
+            f"{invoice.id} was converted at {format_rate(rate)}, the USD to {currency} rate "
+            f"of {day.isoformat()}, instead of {format_rate(right)}, the rate recorded for "
+            f"its period start {start.isoformat()}"
+        )
         lines[-1] += f" (overcharge {format_cents(overcharge(invoice))} {currency})"
     evidence = [recompute(inv, fx_rate_date=_issue_day(inv)) for inv in victims]
     summary = (
