@@ -5,8 +5,8 @@ only relative to another record.
 - Seat counts: background seat changes are cuts as well as rises (`seat_step`), with the same
   steps the seat fault draws, so a subscription row with fewer seats than an earlier invoice
   billed, or a count that went down and up again, is no label. A cut is drawn only where no
-  credit can follow it (no plan change, no fixed amount off: either could then exceed a
-  smaller subtotal).
+  credit can exceed a smaller subtotal (`seat_cut_ok`: no immediate downgrade, no fixed
+  amount off, no flat plan priced against the seats).
 - fx rates: a day at the top of the table's usual band on a period start (`high_fx_day`), as
   often in every class as `currency_conversion_error`'s own correctly billed jump, so a high
   recorded rate gives no class away.
@@ -15,6 +15,8 @@ Every builder draws from `b.rng` in a fixed order and is called with one-line ho
 """
 
 from __future__ import annotations
+
+from datetime import timedelta
 
 from env.builder import WorldBuilder, data
 from env.calendar import fx_day
@@ -38,10 +40,22 @@ def seat_step(b: WorldBuilder, before: int, *, cut_ok: bool) -> int:
 
 
 def seat_cut_ok(story: Story) -> bool:
-    """Whether a seat cut on this story stays safe: no plan change (its credit is sized on the
-    old count) and no fixed amount off (sized on the smallest count so far)."""
+    """Whether a seat cut on this story stays safe: no fixed amount off (sized on the smallest
+    count so far), and every plan change between per-seat plans and either an upgrade or one
+    scheduled for a period start (an immediate downgrade's credit is sized on the old count;
+    a flat plan's price is compared with the seats at the time)."""
     fixed = story.coupon is not None and story.coupon.amount_off_cents is not None
-    return story.plan.per_seat and not story.plan_changes and not fixed
+    if fixed or not story.plan.per_seat:
+        return False
+    starts = {story.period(k)[0] for k in range(story.periods + 1)}
+    for day, to in story.plan_changes:
+        before = story.plan_at(day - timedelta(days=1))
+        if not (before.per_seat and to.per_seat):
+            return False
+        upgrade = min(p[0] for p in to.prices) >= max(p[0] for p in before.prices)
+        if day not in starts and not upgrade:
+            return False
+    return True
 
 
 def fault_seat_cut(b: WorldBuilder, before: int) -> int:
