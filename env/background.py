@@ -179,7 +179,8 @@ def decorate_main(b: WorldBuilder, story: Story, skip: tuple[str, ...] = ()) -> 
         count = b.rng.randint(1, min(2, len(seated)))
         ks = sorted(b.rng.sample(seated, count))
         for k in ks:
-            _seat_change(b, story, k, last=k == ks[-1], cut_ok=seat_cut_ok(story))
+            cut_ok = seat_cut_ok(story) and "seat_cuts" not in skip  # a bill that must rise
+            _seat_change(b, story, k, last=k == ks[-1], cut_ok=cut_ok)
     # usage in arrears is billed on the plan in force when its invoice's period starts
     # (env/README.md), so a swap between metered plans is billed like any other; a look-alike
     # whose evidence is the usage arithmetic passes skip=("swap",)
