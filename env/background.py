@@ -27,6 +27,7 @@ from env.lookalikes_plans import (
     deferred_seats,
     withdrawn_plan_change,
 )
+from env.lookalikes_values import high_fx_day, seat_cut_ok, seat_cuts, seat_step
 from env.story import Story, later_stamp
 from env.world import Invoice, Plan
 
@@ -166,6 +167,7 @@ def decorate_main(b: WorldBuilder, story: Story, skip: tuple[str, ...] = ()) -> 
     own structure would be the only structure in the scenario. A kind the story already has
     (from its fault or look-alike) is not added again."""
     assert b.draft is not None
+    high_fx_day(b, story)  # a rate at the top of the usual band, as the fx fault's jump
     first_paid = 1 if story.trial_end is not None else 0
     if story.coupon is None and first_paid < story.periods and _main_draw(b, "coupon", skip):
         _coupon(b, story, first_paid, fixed_ok=True)
@@ -185,7 +187,8 @@ def decorate_main(b: WorldBuilder, story: Story, skip: tuple[str, ...] = ()) -> 
         count = b.rng.randint(1, min(2, len(seated)))
         ks = sorted(b.rng.sample(seated, count))
         for k in ks:
-            _seat_change(b, story, k, last=k == ks[-1])
+            cut_ok = seat_cut_ok(story) and "seat_cuts" not in skip  # a bill that must rise
+            _seat_change(b, story, k, last=k == ks[-1], cut_ok=cut_ok)
     # usage in arrears is billed on the plan in force when its invoice's period starts
     # (env/README.md), so a swap between metered plans is billed like any other; a look-alike
     # whose evidence is the usage arithmetic passes skip=("swap",)
@@ -196,6 +199,7 @@ def decorate_main(b: WorldBuilder, story: Story, skip: tuple[str, ...] = ()) -> 
         plans = {p.id.removeprefix("PLN-"): p for p in b.draft.plans}
         # a downgrade's credit could exceed the charge after a cancellation or a seat cut
         upgrades_only = b.label in ("billed_after_cancellation", "seat_count_mismatch")
+        upgrades_only = upgrades_only or seat_cuts(story)
         immediate_swap(b, story, plans, upgrades_only=upgrades_only)
     if story.periods >= 2 and _main_draw(b, "withdrawn_plan", skip):
         plans = {p.id: p for p in b.draft.plans}
@@ -413,15 +417,18 @@ def coupon_terms(b: WorldBuilder, story: Story, percents: tuple[int, ...]) -> di
     return {"percent": None if off else b.pick(percents), "amount_off_cents": off}
 
 
-def _seat_change(b: WorldBuilder, story: Story, k: int, *, last: bool = False) -> None:
-    """A seat rise asked in period k, from the next period start; the `last` one of a story
-    may name a later period start instead (`lookalikes_plans.deferred_seats`)."""
+def _seat_change(
+    b: WorldBuilder, story: Story, k: int, *, last: bool = False, cut_ok: bool = False
+) -> None:
+    """A seat change asked in period k, from the next period start; the `last` one of a story
+    may name a later period start instead (`lookalikes_plans.deferred_seats`). A rise, or with
+    `cut_ok` now and then a cut (`lookalikes_values.seat_step`)."""
     start, end = story.period(k)
     day = start + days(b.rng.randint(1, (end - start).days - 2))
     before = story.seats_at(day)
-    # a rise only: with a later downgrade a smaller seat count could push the next invoice's
-    # proration credit above its charge (the world has no negative invoices)
-    after = before + b.pick((1, 2, 3, 5))
+    # a cut only where no credit can follow (`seat_cut_ok`): a later downgrade's proration
+    # credit on a smaller count could exceed its charge (the world has no negative invoices)
+    after = seat_step(b, before, cut_ok=cut_ok)
     effective = end
     if last and k + 2 < story.periods and story.plan_at(story.period(k + 2)[0]).per_seat:
         effective = deferred_seats(b, story, k)

@@ -248,6 +248,14 @@ class WorldBuilder:
             self.draft.fx_rates.sort()
         return parse_rate(self.fx[key])
 
+    def put_fx(self, day: date, rate: Fraction) -> None:
+        """Records a USD rate for `day` (4 decimals) before anything asks `fx_on` for it."""
+        assert self.draft is not None
+        text = format_rate(Fraction(round(rate * 10000), 10000))
+        self.fx[day.isoformat()] = text
+        self.draft.fx_rates.append((day.isoformat(), "USD", self.customer.currency, text))
+        self.draft.fx_rates.sort()
+
     def make_catalog(self) -> dict[str, Plan]:
         plans: dict[str, Plan] = {}
         for spec in data("catalog.json")["plans"]:

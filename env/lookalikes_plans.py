@@ -26,7 +26,10 @@ from env.calendar import days, local_to_utc
 from env.story import Story, later_stamp
 from env.world import Plan
 
-BACKDATED_RATE = 0.15  # immediate plan changes agreed to start on an earlier day
+BACKDATED_RATE = 0.3  # immediate plan changes agreed to start on an earlier day
+# of backdated upgrades, those that go back to the period's first full day: as often as
+# proration_error's change dated at the period start, so that date gives no class away
+FIRST_DAY_SHARE = 0.5
 DEFERRED_SEATS_RATE = 0.25  # seat changes ordered for a later period start
 WITHDRAWN_PLAN_RATE = 0.2  # main subscriptions with a scheduled change withdrawn
 WITHDRAWN_SECOND_RATE = 0.4  # of the second subscription's scheduled changes
@@ -38,14 +41,14 @@ def backdated_effective(
     """(the day the money of an immediate change starts, the day it is logged, its `effective`
     value) for a change drawn on `day`: mostly logged that day ("immediately"); now and then
     agreed with sales and logged days later, backdated to a date of the same period. With
-    `early_ok` (an upgrade: any unused share is fine) one in four goes back to the period's
-    first full day after its invoice."""
+    `early_ok` (an upgrade: any unused share is fine) `FIRST_DAY_SHARE` of them go back to the
+    period's first full day after its invoice."""
     start, end = _period_of(story, day)
     room = (end - day).days - 1  # logged at least two days later, before the period ends
     if room < 2 or day <= start or b.rng.random() >= BACKDATED_RATE:
         return day, day, "immediately"
     logged = day + days(b.rng.randint(2, room))
-    if early_ok and b.rng.random() < 0.25:
+    if early_ok and b.rng.random() < FIRST_DAY_SHARE:
         day = min(day, story.after_trial(start + days(1)))
     return day, logged, day.isoformat()
 

@@ -27,21 +27,25 @@ from env.faults.common import (
 )
 from env.faults.plan_changes import day_inside, record_event
 from env.lookalikes_life import charge_before_extension, extend_later
+from env.lookalikes_values import fault_seat_cut, seat_step
 from env.money import format_cents
 from env.story import Story
 from env.world import Event, Invoice, Plan
 
-SEAT_VARIANTS = ("reduction_ignored", "increase_double_counted", "reduction_reverted")
+SEAT_VARIANTS = ("reduction_ignored", "rise_billed_early", "reduction_reverted")
 CANCEL_VARIANTS = ("next_period_billed", "kept_billing", "cancel_at_date")
 TRIAL_VARIANTS = ("trial_days_charged", "trial_shortened", "extended_trial")
 CANCEL_REASONS = ("too_expensive", "switched_provider", "project_ended", "missing_features")
 
 
-def change_seats(b: WorldBuilder, story: Story, k: int, to: int) -> Event:
-    """Seats changed inside period k, effective when period k+1 starts."""
+def change_seats(b: WorldBuilder, story: Story, k: int, to: int, *, later: bool = False) -> Event:
+    """Seats changed inside period k, effective when period k+1 starts, or (`later`) from the
+    start of period k+2, a date the event names (as `lookalikes_plans.deferred_seats`)."""
     day = day_inside(b, story, k, head=2, tail=4)
-    details = {"from_seats": story.seats_at(day), "to_seats": to, "effective": "next_period"}
-    story.seat_changes.append((story.period(k + 1)[0], to))
+    effective = story.period(k + (2 if later else 1))[0]
+    named = effective.isoformat() if later else "next_period"
+    details = {"from_seats": story.seats_at(day), "to_seats": to, "effective": named}
+    story.seat_changes.append((effective, to))
     return record_event(b, story, day, "seats_changed", details)
 
 
@@ -54,13 +58,14 @@ def seat_count_mismatch(b: WorldBuilder) -> FaultOutcome:
     b.make_customer()
     plans = b.make_catalog()
     plan = b.pick([p for p in plans.values() if p.per_seat])
-    # a double-counted rise bills a count no seats_changed event ever named: one decisive
-    # value, so L1 only (design §2); from L2 the wrong count is a stale one from the timeline
-    variant = b.pick(SEAT_VARIANTS if b.difficulty == "L1" else SEAT_VARIANTS[::2])
+    # every variant bills a count of the customer's own timeline (design §1.2): the count
+    # before a cut (ignored, or reverted after one right invoice), or a rise's count one
+    # period before the date its event names
+    variant = b.pick(SEAT_VARIANTS)
     change_k, count, tail = _seat_layout(b, variant)
     first_bad = change_k + (2 if variant == "reduction_reverted" else 1)
     story = b.make_story(
-        plan, seats=b.rng.randint(6, 40), periods=first_bad + count + tail, trial=b.main_trial(plan)
+        plan, seats=seats_for(b, plan), periods=first_bad + count + tail, trial=b.main_trial(plan)
     )
     if plan.overage_unit_price_cents:
         b.fill_usage(story)
@@ -68,16 +73,17 @@ def seat_count_mismatch(b: WorldBuilder) -> FaultOutcome:
     decoy_k = None
     if b.difficulty != "L1":  # a seat change that did take effect on time
         decoy_k = b.rng.randrange(0, change_k)
-        change_seats(b, story, decoy_k, story.seats + b.pick((-3, -2, 2, 3, 5)))
+        change_seats(b, story, decoy_k, seat_step(b, story.seats, cut_ok=True))
         traps.append("correct_seat_change_decoy")
     before = story.seats_at(story.period(change_k)[0])
-    if variant == "increase_double_counted":
-        after = before + b.rng.randint(1, 8)
-        billed = 2 * after - before  # the added seats counted twice
+    if variant == "rise_billed_early":
+        after = seat_step(b, before, cut_ok=False)
+        billed = after  # the rise billed from the next period, not the date it names
+        event = change_seats(b, story, change_k, after, later=True)
     else:
-        after = before - b.rng.randint(1, min(10, before - 1))
+        after = fault_seat_cut(b, before)
         billed = before
-    event = change_seats(b, story, change_k, after)
+        event = change_seats(b, story, change_k, after)
     if b.difficulty == "L3":  # an announced price rise, billed correctly
         effective = story.period(b.rng.randint(1, story.periods - 1))[0]
         b.raise_price(plan, effective, percent=b.rng.randint(4, 12))
@@ -93,12 +99,14 @@ def seat_count_mismatch(b: WorldBuilder) -> FaultOutcome:
     if decoy_k is not None:
         focus.append(invoices[decoy_k + 1])
     overs = [f"{overcharge_text(inv)} on {inv.id}" for inv in victims]
+    right = before if variant == "rise_billed_early" else after
+    starts = story.period(change_k + (2 if variant == "rise_billed_early" else 1))[0]
+    billed_ids = join_words([inv.id for inv in victims])
     summary = (
         f"The seats_changed event at {event.occurred_at} changed {story.sub.id} from {before} "
-        f"to {after} seats from the next period ({story.period(change_k + 1)[0].isoformat()}), "
-        f"but {join_words([inv.id for inv in victims])} {_was(victims)} billed for {billed} "
-        f"seats. Recomputed with {after} seats: overcharged {join_words(overs)} "
-        f"({victims[0].billed.currency}), credited."
+        f"to {after} seats from {starts.isoformat()}, but {billed_ids} "
+        f"{_was(victims)} billed for {billed} seats. Recomputed with {right} seats: overcharged "
+        f"{join_words(overs)} ({victims[0].billed.currency}), credited."
     )
     if variant == "reduction_reverted":
         summary += f" Invoice {invoices[change_k + 1].id} had the {after} seats right."
@@ -106,21 +114,25 @@ def seat_count_mismatch(b: WorldBuilder) -> FaultOutcome:
         label="seat_count_mismatch",
         story=story,
         focus=focus,
-        evidence=[recompute(inv, seats=after) for inv in victims],
+        evidence=[recompute(inv, seats=right) for inv in victims],
         summary=summary,
-        slots={"invoice_id": victims[0].id, "seats": str(after), "billed_seats": str(billed)},
+        slots={"invoice_id": victims[0].id, "seats": str(right), "billed_seats": str(billed)},
         traps=traps,
         variant=variant,
     )
 
 
 def _seat_layout(b: WorldBuilder, variant: str) -> tuple[int, int, int]:
-    """(period of the change, invoices billed wrong, correct invoices after them)."""
+    """(period of the change, invoices billed wrong, correct invoices after them). A rise
+    billed early wrongs the one invoice before the date it names; the next bills it right."""
+    early = variant == "rise_billed_early"
     if b.difficulty == "L1":  # one to three invoices in all
         if variant == "reduction_reverted":
             return 0, 1, 0
-        count = b.rng.randint(1, 2)
-        return 0, count, b.rng.randint(0, 2 - count)
+        count = 1 if early else b.rng.randint(1, 2)
+        return 0, count, 1 if early else b.rng.randint(0, 2 - count)
+    if early:
+        return b.rng.randint(1, 2), 1, 1
     return b.rng.randint(1, 2), b.rng.randint(1, 3), b.rng.randint(0, 1)
 
 

@@ -100,7 +100,7 @@ def price_change(b: WorldBuilder) -> FaultOutcome:
     traps: list[str] = []
     _legit_tax_change(b, story, traps, avoid=kd)
     story.keeps_plan = True  # the risen price is on this plan
-    decorate_main(b, story, skip=("swap",))
+    decorate_main(b, story, skip=("swap", "seat_cuts"))
     invoices = b.bill(story)
     after, before = invoices[kd], invoices[kd - 1]
     (old, _, _), (new, effective, announced) = plan.prices[-2], plan.prices[-1]

@@ -25,6 +25,7 @@ from env.world import Event, Invoice, Plan
 
 PRORATION_VARIANTS = ("change_at_period_start", "change_backdated", "downgrade_applied_late")
 DOWNGRADE_VARIANTS = ("never_applied", "applied_late")
+TRIAL_SHARE = 0.6  # the share of catalog plans with a trial: a downgrade story's chance of one
 MIN_SHIFT_DAYS = 3  # a one-day shift is the held-out timezone class; ours are clearly longer
 
 
@@ -195,14 +196,16 @@ def downgrade_not_applied(b: WorldBuilder) -> FaultOutcome:
     plans = b.make_catalog()
     variant = b.pick(DOWNGRADE_VARIANTS)
     old, new, seats = _downgrade_pair(b, plans)
-    with_decoy = b.difficulty != "L1"
     late = variant == "applied_late"
     request_k, count = _downgrade_layout(b, late)
+    # from L2 an earlier upgrade: starting on the cheaper plan, which always has a trial,
+    # trials only as often as elsewhere (design §1.2: a trial gives no class away)
+    with_decoy = b.difficulty != "L1"
     periods = request_k + 1 + count + (1 if late else 0)
     first = new if with_decoy else old
-    story = b.make_story(
-        first, seats=seats, periods=periods, trial=b.main_trial(first, extended=False)
-    )
+    thinned = with_decoy and b.rng.random() >= TRIAL_SHARE
+    trial = 0 if thinned else b.main_trial(first, extended=False)
+    story = b.make_story(first, seats=seats, periods=periods, trial=trial)
     traps = []
     upgrade_k = upgrade_day = None
     if with_decoy:  # near miss: an earlier upgrade, prorated correctly

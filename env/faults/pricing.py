@@ -2,7 +2,7 @@
 
 Each builder sets the real terms (a coupon, usage records, fx rates) before billing, so the
 correct invoices follow them, then rebills the victims from one wrong input: no coupon, the
-wrong usage units or included units, another date's or an inverted fx rate. L3 adds near
+wrong usage units or included units, another date's fx rate. L3 adds near
 misses: a coupon used up or expired, a legitimate usage spike, a legitimate fx jump.
 """
 
@@ -311,31 +311,21 @@ def currency_conversion_error(b: WorldBuilder) -> FaultOutcome:
     invoices = b.bill(story)
     by_start = invoices_by_start(invoices)
     run = _run(b, [k for k in range(n) if k != jump])
-    # an inverted rate disagrees with the table on its own recorded date, which no legitimate
-    # invoice does (design §2: a decisive comparison only at L1)
-    inverts = b.difficulty == "L1" and base < 1
-    variant = "inverted" if inverts and b.rng.random() < 0.5 else "wrong_date"
+    # another recorded day's rate, inside the band every class's table keeps: an inverted rate
+    # (once an L1 form) left every currency's band, a value no correct invoice records
+    variant = "wrong_date"
     victims = [by_start[starts[k]] for k in run]
     lines = []
     for invoice in victims:
         right = invoice.billed.fx_rate
         start = invoice.billed.period_start
-        flipped = Fraction(round(10000 / right), 10000)
-        if variant == "inverted" and flipped > right:
-            b.rebill(invoice, fx_rate=flipped)
-            lines.append(
-                f"{invoice.id} was converted at {format_rate(flipped)} {currency} per USD, the "
-                f"inverse of the rate {format_rate(right)} recorded for its period start "
-                f"{start.isoformat()}"
-            )
-        else:
-            day, rate = _wrong_day(b, invoice)
-            b.rebill(invoice, fx_rate=rate, fx_rate_date=day)
-            lines.append(
-                f"{invoice.id} was converted at {format_rate(rate)}, the USD to {currency} rate "
-                f"of {day.isoformat()}, instead of {format_rate(right)}, the rate recorded for "
-                f"its period start {start.isoformat()}"
-            )
+        day, rate = _wrong_day(b, invoice)
+        b.rebill(invoice, fx_rate=rate, fx_rate_date=day)
+        lines.append(
+            f"{invoice.id} was converted at {format_rate(rate)}, the USD to {currency} rate "
+            f"of {day.isoformat()}, instead of {format_rate(right)}, the rate recorded for "
+            f"its period start {start.isoformat()}"
+        )
         lines[-1] += f" (overcharge {format_cents(overcharge(invoice))} {currency})"
     evidence = [recompute(inv, fx_rate_date=_issue_day(inv)) for inv in victims]
     summary = (
@@ -372,11 +362,7 @@ def _issue_day(invoice: Invoice) -> str:
 
 def _put_fx(b: WorldBuilder, day: date, rate: Fraction) -> None:
     """Records a USD rate for `day` before anything asks `fx_on` for it (4 decimals)."""
-    assert b.draft is not None
-    text = format_rate(Fraction(round(rate * 10000), 10000))
-    b.fx[day.isoformat()] = text
-    b.draft.fx_rates.append((day.isoformat(), "USD", b.customer.currency, text))
-    b.draft.fx_rates.sort()
+    b.put_fx(day, rate)
 
 
 def _wrong_day(b: WorldBuilder, invoice: Invoice) -> tuple[date, Fraction]:
@@ -401,11 +387,15 @@ def _wrong_day(b: WorldBuilder, invoice: Invoice) -> tuple[date, Fraction]:
     day = start - days(b.rng.randint(2, 31))
     while day.isoformat() in b.fx or day.weekday() >= 5:
         day -= days(1)
-    # at least 1 % above the right rate, and inside the table's usual band where it has room
+    # about 1 % above the right rate, inside the table's usual band where it has room (a rate
+    # above the band every class's table keeps would give the class away, design §1.2)
     right = invoice.billed.fx_rate
-    low = right * Fraction(101, 100)
-    high = max(fx_band_top(parse_rate(data("catalog.json")["fx_base"][b.customer.currency])), low)
-    _put_fx(b, day, low + (high - low) * Fraction(b.rng.randint(0, 100), 100))
+    high = fx_band_top(parse_rate(data("catalog.json")["fx_base"][b.customer.currency]))
+    low = min(right * Fraction(101, 100), high)
+    rate = low + (high - low) * Fraction(b.rng.randint(0, 100), 100)
+    if not _overcharges(invoice, Fraction(round(rate * 10000), 10000), day):
+        rate = right * Fraction(101, 100)  # the right rate is at the band's top already
+    _put_fx(b, day, rate)
     return day, b.fx_on(day)
 
 

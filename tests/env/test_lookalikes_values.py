@@ -1,0 +1,140 @@
+"""The value look-alikes (`env.lookalikes_values`, issue 19): the recorded inputs a fault leaves
+are values the correct world also produces. Seat cuts and high fx days occur at L2/L3 in several
+classes, their invoices are billed correctly (recompute difference 0.00, no overcharge in the
+truth), and the faults' wrong values stay inside the same ranges.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from fractions import Fraction
+from functools import cache
+
+from env.builder import data
+from env.generator import generate
+from env.ledger_env import LedgerEnv, open_database
+from env.lookalikes_pay import fx_band_top
+from env.money import parse_rate
+from env.scenario import Scenario, reveal_truth
+from env.splits import spec
+from tests.env.conftest import ok
+
+SEAT_EVENTS = "SELECT subscription_id, details FROM subscription_events WHERE type='seats_changed'"
+SEEDS = range(spec("train").first_seed, spec("train").first_seed + 400)
+
+
+@cache
+def _scenario(seed: int) -> Scenario:
+    return generate("train", seed)
+
+
+def _rows(seed: int, sql: str) -> list[tuple[object, ...]]:
+    db = open_database(_scenario(seed).database)
+    try:
+        return db.execute(sql).fetchall()
+    finally:
+        db.close()
+
+
+def _inputs(seed: int) -> list[tuple[str, str, dict[str, object]]]:
+    rows = _rows(seed, "SELECT id, subscription_id, inputs FROM invoices ORDER BY issued_at")
+    return [(str(i), str(s), json.loads(str(d))) for i, s, d in rows]
+
+
+def _billed_right(seed: int, invoice: str) -> None:
+    scenario = _scenario(seed)
+    assert invoice not in reveal_truth(scenario).overcharges
+    episode = LedgerEnv(scenario, episode_id="ep-values")
+    assert ok(episode, "recompute_invoice", invoice_id=invoice)["difference"] == "0.00"
+
+
+def _cut_invoices(seed: int) -> list[str]:
+    """Invoices that bill fewer seats than the same subscription's invoice before them, where a
+    seats_changed event named that cut."""
+    cuts = {
+        (str(s), json.loads(str(d))["to_seats"])
+        for s, d in _rows(seed, SEAT_EVENTS)
+        if json.loads(str(d))["to_seats"] < json.loads(str(d))["from_seats"]
+    }
+    found, last = [], {}
+    for invoice, sub, inputs in _inputs(seed):
+        seats = inputs["seats"]
+        if sub in last and seats < last[sub] and (sub, seats) in cuts:
+            found.append(invoice)
+        last[sub] = seats
+    return found
+
+
+def test_seat_cuts_occur_at_l2_l3_in_several_classes_billed_right() -> None:
+    classes: Counter[str] = Counter()
+    for seed in SEEDS:
+        scenario = _scenario(seed)
+        label = reveal_truth(scenario).label
+        if scenario.difficulty == "L1" or label == "seat_count_mismatch":
+            continue
+        for invoice in _cut_invoices(seed):
+            if invoice not in reveal_truth(scenario).overcharges:
+                _billed_right(seed, invoice)
+                classes[label] += 1
+    assert len(classes) >= 6 and "no_error" in classes, classes
+
+
+def test_seat_fault_bills_a_count_of_its_own_timeline() -> None:
+    seen = 0
+    for seed in SEEDS:
+        scenario = _scenario(seed)
+        truth = reveal_truth(scenario)
+        if truth.label != "seat_count_mismatch":
+            continue
+        seen += 1
+        named = set()
+        for _, details in _rows(seed, SEAT_EVENTS):
+            parsed = json.loads(str(details))
+            named |= {parsed["from_seats"], parsed["to_seats"]}
+        for invoice, _, inputs in _inputs(seed):
+            if invoice in truth.overcharges:
+                assert inputs["seats"] in named
+    assert seen >= 10
+
+
+def _band_top(currency: str) -> Fraction:
+    base = parse_rate(data("catalog.json")["fx_base"][currency])
+    return Fraction(round(fx_band_top(base) * 10000), 10000)
+
+
+def test_high_fx_days_occur_in_several_classes_billed_right() -> None:
+    classes: Counter[str] = Counter()
+    for seed in SEEDS:
+        scenario = _scenario(seed)
+        label = reveal_truth(scenario).label
+        (currency,) = _rows(seed, "SELECT currency FROM customers")[0]
+        if scenario.difficulty == "L1" or currency == "USD" or label.startswith("currency"):
+            continue
+        base = parse_rate(data("catalog.json")["fx_base"][str(currency)])
+        for invoice, _, inputs in _inputs(seed):
+            rate = parse_rate(str(inputs["fx_rate"]))
+            if (
+                rate >= base * Fraction(103, 100)
+                and invoice not in reveal_truth(scenario).overcharges
+            ):
+                _billed_right(seed, invoice)
+                classes[label] += 1
+    assert len(classes) >= 6 and "no_error" in classes, classes
+
+
+def test_fx_fault_rates_stay_inside_the_band() -> None:
+    seen = 0
+    for seed in SEEDS:
+        scenario = _scenario(seed)
+        truth = reveal_truth(scenario)
+        if truth.label != "currency_conversion_error":
+            continue
+        (currency,) = _rows(seed, "SELECT currency FROM customers")[0]
+        for invoice, _, inputs in _inputs(seed):
+            if invoice in truth.overcharges:
+                seen += 1
+                assert parse_rate(str(inputs["fx_rate"])) <= _band_top(str(currency)) * Fraction(
+                    101, 100
+                )
+    assert seen >= 10
