@@ -310,7 +310,7 @@ def currency_conversion_error(b: WorldBuilder) -> FaultOutcome:
     decorate_main(b, story)
     invoices = b.bill(story)
     by_start = invoices_by_start(invoices)
-    run = _run(b, [k for k in range(n) if k != jump])
+    run = _run(b, _victim_room(b, story, by_start, [k for k in range(n) if k != jump]))
     # another recorded day's rate, inside the band every class's table keeps: an inverted rate
     # (once an L1 form) left every currency's band, a value no correct invoice records
     variant = "wrong_date"
@@ -352,6 +352,20 @@ def currency_conversion_error(b: WorldBuilder) -> FaultOutcome:
         traps=["fx_jump_billed_correctly"] if decoys else [],
         variant=variant,
     )
+
+
+OFF_DAY_SHARE = 0.75  # victims drawn among invoices whose right fx date is not their start
+
+
+def _victim_room(
+    b: WorldBuilder, story: Story, by_start: dict[date, Invoice], allowed: list[int]
+) -> list[int]:
+    """The periods a wrong-date run may hit: mostly those whose correct fx date already is not
+    the period start (a weekend start, a trial's end), so the wrong date adds no invoice whose
+    fx date differs from its start (design §1.2: a value the correct world records too)."""
+    starts = [story.period(k)[0] for k in range(story.periods)]
+    off = [k for k in allowed if by_start[starts[k]].billed.fx_rate_date != starts[k]]
+    return off if off and b.rng.random() < OFF_DAY_SHARE else allowed
 
 
 def _issue_day(invoice: Invoice) -> str:
