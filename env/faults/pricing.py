@@ -13,7 +13,7 @@ from datetime import UTC, date, datetime, time
 from fractions import Fraction
 from zoneinfo import ZoneInfo
 
-from env.background import amount_off, decorate_main
+from env.background import PERCENTS, amount_off, decorate_main
 from env.billing import compute_invoice
 from env.builder import WorldBuilder, data
 from env.calendar import days, fx_day
@@ -31,8 +31,6 @@ from env.lookalikes_pay import fx_band_top, fx_high_rate
 from env.money import format_cents, format_rate, parse_rate
 from env.story import Story
 from env.world import Coupon, Invoice
-
-PERCENTS = (10, 15, 20, 25, 30, 40, 50)
 
 
 def _run(b: WorldBuilder, allowed: list[int]) -> list[int]:
@@ -73,7 +71,8 @@ def coupon_not_applied(b: WorldBuilder) -> FaultOutcome:
         valid_until = starts[end] + days(b.rng.randint(1, (starts[end + 1] - starts[end]).days - 2))
     else:
         valid_until = date(starts[-1].year + b.rng.randint(0, 1), 12, 31)
-    off = amount_off(b, story)  # as often as the background's coupons (`amount_off`)
+    # the background's terms: a fixed amount as often (`amount_off`), the same percentages
+    off = amount_off(b, story)
     coupon = b.new_coupon(
         duration=duration,
         periods=count,
