@@ -26,7 +26,6 @@ from env.world import Event, Invoice, Plan
 PRORATION_VARIANTS = ("change_at_period_start", "change_backdated", "downgrade_applied_late")
 DOWNGRADE_VARIANTS = ("never_applied", "applied_late")
 TRIAL_SHARE = 0.6  # the share of catalog plans with a trial: a downgrade story's chance of one
-L1_UPGRADE_SHARE = 0.55  # L1 downgrade stories that start cheaper (with its trial) and upgrade
 MIN_SHIFT_DAYS = 3  # a one-day shift is the held-out timezone class; ours are clearly longer
 
 
@@ -198,14 +197,13 @@ def downgrade_not_applied(b: WorldBuilder) -> FaultOutcome:
     variant = b.pick(DOWNGRADE_VARIANTS)
     old, new, seats = _downgrade_pair(b, plans)
     late = variant == "applied_late"
-    # an earlier upgrade from the cheaper plan (from L2 always, at L1 now and then): the dearer
-    # plans have no trial, so a story that starts on them alone would seldom have one; from L2,
-    # where every story starts cheaper, trials are thinned to the rate elsewhere (design §1.2)
-    with_decoy = b.difficulty != "L1" or b.rng.random() < L1_UPGRADE_SHARE
-    request_k, count = _downgrade_layout(b, late, upgraded=with_decoy)
+    request_k, count = _downgrade_layout(b, late)
+    # from L2 an earlier upgrade: starting on the cheaper plan, which always has a trial,
+    # trials only as often as elsewhere (design §1.2: a trial gives no class away)
+    with_decoy = b.difficulty != "L1"
     periods = request_k + 1 + count + (1 if late else 0)
     first = new if with_decoy else old
-    thinned = b.difficulty != "L1" and b.rng.random() >= TRIAL_SHARE
+    thinned = with_decoy and b.rng.random() >= TRIAL_SHARE
     trial = 0 if thinned else b.main_trial(first, extended=False)
     story = b.make_story(first, seats=seats, periods=periods, trial=trial)
     traps = []
@@ -282,12 +280,11 @@ def _usage_within(b: WorldBuilder, story: Story, plan: Plan) -> None:
         b.record_usage(story, k, units=int(plan.included_units * b.rng.uniform(0.4, 1.0)))
 
 
-def _downgrade_layout(b: WorldBuilder, late: bool, *, upgraded: bool) -> tuple[int, int]:
-    """(period of the request, how many periods were billed at the old plan); `upgraded`: a
-    period for the earlier upgrade comes first."""
-    if b.difficulty == "L1":  # one to three invoices in all, one more after an upgrade
+def _downgrade_layout(b: WorldBuilder, late: bool) -> tuple[int, int]:
+    """(period of the request, how many periods were billed at the old plan)."""
+    if b.difficulty == "L1":  # one to three invoices in all
         count = 1 if late else b.rng.randint(1, 2)
-        return (b.rng.randint(0, 2 - count - (1 if late else 0)) + upgraded, count)
+        return (b.rng.randint(0, 2 - count - (1 if late else 0)), count)
     return b.rng.randint(1, 2), b.rng.randint(1, 3)
 
 
