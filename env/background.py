@@ -325,13 +325,21 @@ def decorate_payments(b: WorldBuilder, avoid: list[Invoice]) -> list[str]:
         first_start = min(inv.billed.period_start for inv in b.draft.invoices)
         last_start = max(inv.billed.period_start for inv in b.draft.invoices)
         span = max(1, (last_start - first_start).days + 20)
-        for _ in range(b.rng.randint(2, 12)):
+        for _ in range(b.rng.randint(2, 12) - extra_fx_days(b)):
             b.fx_on(first_start + days(b.rng.randint(0, span)))
     if _draw(b, "notes") and not b.customer.notes:
         month = b.pick(("January", "April", "July", "October"))
         b.customer.notes = b.pick(NOTES).format(month=month)
         features.append("notes")
     return features
+
+
+def extra_fx_days(b: WorldBuilder) -> int:
+    """Days the rate table holds that no invoice's correct inputs use (a fault's stale rate,
+    a look-alike's day): the background tops the table up to the same count in every class."""
+    assert b.draft is not None
+    used = {inv.correct.fx_rate_date.isoformat() for inv in b.draft.invoices if inv.correct}
+    return sum(day not in used for day, _, _, _ in b.draft.fx_rates)
 
 
 def _split(b: WorldBuilder, invoice: Invoice) -> None:

@@ -389,11 +389,14 @@ def _wrong_day(b: WorldBuilder, invoice: Invoice) -> tuple[date, Fraction]:
     # never the day before: that is the UTC date of some issue times, a defensible reading
     latest = (start - days(2)).isoformat()
     known = sorted(date.fromisoformat(d) for d in b.fx if d <= latest)
-    # only days the table already holds: fresh look-ups would add rows only this class has
+    # a day the table holds but no invoice records: another invoice's rate reused would be a
+    # rate two invoices share, which correct invoices (one rate a day) seldom do; a fresh day
+    # below counts among the days beyond the invoices' own every table holds (`extra_fx_days`)
+    recorded = {inv.billed.fx_rate_date for inv in b.draft.invoices} if b.draft else set()
     tries = list(reversed(known))
     for day in tries:
-        if day.weekday() >= 5 or day == invoice.billed.fx_rate_date:
-            continue  # a weekend has no rate; the right day is no mistake
+        if day.weekday() >= 5 or day in recorded:
+            continue  # a weekend has no rate; an invoice's own day is no stale rate
         rate = b.fx_on(day)
         if _overcharges(invoice, rate, day):
             return day, rate
