@@ -353,7 +353,7 @@ def currency_conversion_error(b: WorldBuilder) -> FaultOutcome:
     )
 
 
-OFF_DAY_SHARE = 0.75  # victims drawn among invoices whose right fx date is not their start
+OFF_DAY_SHARE = 0.9  # victims drawn among invoices whose right fx date is not their start
 
 
 def _victim_room(
