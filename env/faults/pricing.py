@@ -385,8 +385,9 @@ def _wrong_day(b: WorldBuilder, invoice: Invoice) -> tuple[date, Fraction]:
     an earlier day is recorded with a rate at least 1 % above the right one, inside the
     table's usual band where it has room.
     """
-    start = invoice.billed.period_start
-    # never the day before: that is the UTC date of some issue times, a defensible reading
+    # two days or more before the period start and before the right rate's day (a weekend
+    # start's Friday): the day before is the UTC date of some issue times, a defensible reading
+    start = min(invoice.billed.period_start, invoice.billed.fx_rate_date)
     latest = (start - days(2)).isoformat()
     known = sorted(date.fromisoformat(d) for d in b.fx if d <= latest)
     # a day the table holds but no invoice records: another invoice's rate reused would be a
