@@ -12,6 +12,7 @@ from fractions import Fraction
 from functools import cache
 
 from env.builder import data
+from env.calendar import fx_day, utc_to_local_date
 from env.generator import generate
 from env.ledger_env import LedgerEnv, open_database
 from env.lookalikes_pay import fx_band_top
@@ -138,3 +139,49 @@ def test_fx_fault_rates_stay_inside_the_band() -> None:
                     101, 100
                 )
     assert seen >= 10
+
+
+def _right_fx_days(seed: int) -> dict[str, str]:
+    """Invoice -> the day whose rate is right: the local issue day, or the last business day
+    before it (billed inputs record it, except on an fx fault's victims)."""
+    (zone,) = _rows(seed, "SELECT timezone FROM customers")[0]
+    rows = _rows(seed, "SELECT id, issued_at FROM invoices")
+    return {str(i): fx_day(utc_to_local_date(str(at), str(zone))).isoformat() for i, at in rows}
+
+
+def test_fx_fault_rate_is_no_other_invoices_and_mostly_on_an_off_start_invoice() -> None:
+    """A wrong-date victim records a day no other invoice records (no rate two invoices share)
+    and, mostly, is an invoice whose right fx date already is not its period start."""
+    victims = off = 0
+    for seed in SEEDS:
+        truth = reveal_truth(_scenario(seed))
+        if truth.label != "currency_conversion_error":
+            continue
+        inputs, right = _inputs(seed), _right_fx_days(seed)
+        for invoice, _, billed in inputs:
+            if invoice not in truth.overcharges:
+                continue
+            others = {i["fx_rate_date"] for other, _, i in inputs if other != invoice}
+            assert billed["fx_rate_date"] not in others
+            victims += 1
+            off += right[invoice] != billed["period_start"]
+    assert victims >= 10 and off >= victims * 0.6, (victims, off)
+
+
+def test_rate_table_holds_the_same_extra_days_in_every_class() -> None:
+    """Every non-USD table holds up to 12 days beyond the invoices' right ones (a random day
+    may fall on one already there), a fault's stale day among them (`extra_fx_days`): as many
+    in the fx class as elsewhere."""
+    extra: dict[bool, list[int]] = {True: [], False: []}
+    for seed in SEEDS:
+        (currency,) = _rows(seed, "SELECT currency FROM customers")[0]
+        if currency == "USD":
+            continue
+        used = set(_right_fx_days(seed).values())
+        days = {str(d) for (d,) in _rows(seed, "SELECT date FROM fx_rates")}
+        assert len(days - used) <= 12, (seed, len(days - used))
+        fx_class = reveal_truth(_scenario(seed)).label == "currency_conversion_error"
+        extra[fx_class].append(len(days - used))
+    assert len(extra[True]) >= 5
+    mean = {k: sum(v) / len(v) for k, v in extra.items()}
+    assert abs(mean[True] - mean[False]) <= 1.5, mean
