@@ -118,8 +118,9 @@ class BillingTools(Lookups):
     def get_subscription_timeline(self, subscription_id: str) -> dict[str, Any]:
         """Get a subscription: plan terms and prices, seats, coupon terms, usage per period, events.
 
-        Events (created, trial_started, trial_ended, plan_changed, seats_changed, coupon_applied,
-        coupon_removed, cancel_requested, canceled, renewed) are ordered, with UTC timestamps:
+        Events (created, trial_started, trial_ended, plan_changed, seats_changed,
+        plan_change_withdrawn, coupon_applied, coupon_removed, cancel_requested, canceled,
+        renewed) are ordered, with UTC timestamps:
         convert them to the customer's timezone before comparing with billing periods. A coupon
         applies to periods starting from valid_from to valid_until inclusive, within its duration.
 
