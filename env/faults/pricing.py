@@ -304,7 +304,7 @@ def currency_conversion_error(b: WorldBuilder) -> FaultOutcome:
     jump: int | None = None
     if b.difficulty == "L3" or (b.difficulty == "L2" and b.rng.random() < 0.5):
         jump = b.rng.randrange(n)  # a real rate at the top of the band: billed correctly
-        _put_fx(b, fx_day(starts[jump]), fx_high_rate(b, base))
+        _put_fx(b, fx_day(story.issue_day(jump)), fx_high_rate(b, base))  # after a trial: its end
     decorate_main(b, story)
     invoices = b.bill(story)
     by_start = invoices_by_start(invoices)
@@ -344,7 +344,7 @@ def currency_conversion_error(b: WorldBuilder) -> FaultOutcome:
     )
     decoys: list[Invoice] = []
     if jump is not None:  # its rate is unusually high, and right: the rate of its own day
-        decoy, jump_day = by_start[starts[jump]], fx_day(starts[jump]).isoformat()
+        decoy, jump_day = by_start[starts[jump]], fx_day(story.issue_day(jump)).isoformat()
         decoys.append(decoy)
         evidence.append(recompute(decoy, fx_rate_date=jump_day))
         summary += (
