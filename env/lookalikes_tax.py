@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from env.builder import WorldBuilder
     from env.story import Story
 
-MOVE_RATE = 0.7  # customers with a jurisdiction change on record (where a neighbour exists)
+MOVE_RATE = 0.85  # customers with a jurisdiction change on record (where a neighbour exists)
 HIGHER_RATE_MOVE = 0.7  # moves from a neighbour whose rate is above the customer's own
 MOVE_INSIDE_RATE = 0.8  # of those, the move falls between two invoices of the main story
 CERTIFICATE_PREVIOUS_RATE = 0.5  # a moved customer's certificate issued in the old jurisdiction
@@ -115,6 +115,18 @@ def move_before(b: WorldBuilder, day: date) -> None:
         return
     if c.jurisdiction_since is None or c.jurisdiction_since > (day - days(3)).isoformat():
         c.jurisdiction_since = (day - days(side_rng(b).randint(3, 40))).isoformat()
+
+
+def move_between(b: WorldBuilder, before: date, day: date) -> None:
+    """The move took effect between two issue days, a few days before `day` (earlier invoices
+    rightly taxed in the old jurisdiction): where a bill kept the old one after it, its rate is
+    one the customer's own invoices show (`wrong_tax_rate`). Else as `move_before`."""
+    c = b.customer
+    gap = (day - before).days
+    if c.previous_jurisdiction is None or gap < 8:
+        move_before(b, day)
+        return
+    c.jurisdiction_since = (day - days(side_rng(b).randint(3, min(20, gap - 3)))).isoformat()
 
 
 def keep_jurisdiction(b: WorldBuilder, first: date, second: date) -> None:

@@ -132,14 +132,18 @@ def _seat_layout(b: WorldBuilder, variant: str) -> tuple[int, int, int]:
 def billed_after_cancellation(b: WorldBuilder) -> FaultOutcome:
     b.make_customer()
     plans = b.make_catalog()
-    # metered usage of the last period would be owed on the next invoice: plain plans only
-    plan = b.pick([p for p in plans.values() if not p.overage_unit_price_cents])
+    # metered plans as often as elsewhere: the last period's usage has no record (as for a
+    # second subscription's cancellation, `env.background._cancel`), so nothing more is owed
+    metered = b.rng.random() < METERED_RATE
+    plan = b.pick([p for p in plans.values() if bool(p.overage_unit_price_cents) == metered])
     variant = b.pick(CANCEL_VARIANTS)
     extra = {"next_period_billed": 1, "cancel_at_date": 1}.get(variant) or b.rng.randint(
         2, 2 if b.difficulty == "L1" else 3
     )
     legit = b.rng.randint(1, 3 - extra) if b.difficulty == "L1" else periods_for(b)
     story = b.make_story(plan, seats=seats_for(b, plan), periods=legit, trial=b.main_trial(plan))
+    if metered:
+        b.fill_usage(story)
     traps = []
     withdrawn_k = None
     chance = {"L1": 0.35, "L2": 0.25, "L3": 0.5}[b.difficulty]  # as often as elsewhere

@@ -209,7 +209,11 @@ def _wrong_jurisdiction(
     if not any(r[0] == other for r in b.draft.tax_rates):
         b.draft.tax_rates.append((other, rate_text, FIRST_RATE_DAY, None))
         b.draft.tax_rates.sort()
-    lookalikes_tax.move_before(b, issued[min(first, n if rise_at is None else rise_at)])
+    head = min(first, n if rise_at is None else rise_at)
+    if other == b.customer.previous_jurisdiction and head > 0:  # billing kept the old one
+        lookalikes_tax.move_between(b, issued[head - 1], issued[head])
+    else:
+        lookalikes_tax.move_before(b, issued[head])
     if b.customer.jurisdiction_since and b.customer.jurisdiction_since > issued[0].isoformat():
         traps.append("previous_jurisdiction_before_move")
     b.lapse_certificate_before(issued[first])
