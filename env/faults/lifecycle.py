@@ -37,7 +37,7 @@ CANCEL_VARIANTS = ("next_period_billed", "kept_billing", "cancel_at_date")
 TRIAL_VARIANTS = ("trial_days_charged", "trial_shortened", "extended_trial")
 # trials support extended inside the first period, in the variants whose trial may be any
 # length: with the extended_trial variant about as many extended trials as elsewhere
-EXTENDED_RATE = 0.1
+EXTENDED_RATE = 0.0
 CANCEL_REASONS = ("too_expensive", "switched_provider", "project_ended", "missing_features")
 
 
@@ -320,17 +320,16 @@ def _trial_story(
 ) -> tuple[Story, int, Event]:
     """The main subscription and its trial: (story, periods wholly inside it, trial_ended).
 
-    An extended trial runs past the first period (and at L2/L3 sometimes the second) and ends
-    inside the next one. Metered plans are left out there: their usage would muddle "the whole
-    invoice should not exist".
+    An extended trial runs past the first period (at L1 sometimes the second) and ends inside
+    the next one. Metered plans as often as elsewhere, but not with two periods inside the
+    trial: the first one's usage would be billed on the second's invoice, which should not
+    exist, muddling "its whole total is owed back".
     """
-    options = [
-        p for p in plans.values() if p.trial_days and not (extended and p.overage_unit_price_cents)
-    ]
-    metered = [p for p in options if p.overage_unit_price_cents]
-    plan = b.pick(metered if metered and b.rng.random() < METERED_RATE else options)
     # two whole periods inside a trial only at L1: no legitimate extension runs that long
     whole = (1 if b.difficulty != "L1" or b.rng.random() < 0.6 else 2) if extended else 0
+    metered = b.rng.random() < METERED_RATE and whole < 2  # as elsewhere (`unbilled_story`)
+    options = [p for p in plans.values() if p.trial_days]
+    plan = b.pick([p for p in options if bool(p.overage_unit_price_cents) == metered] or options)
     if b.difficulty == "L1":
         periods = whole + 1 + b.rng.randint(0, 1) if extended else b.rng.randint(1, 3)
     else:
