@@ -32,7 +32,7 @@ HIGHER_RATE_MOVE = 0.7  # moves from a neighbour whose rate is above the custome
 MOVE_INSIDE_RATE = 0.8  # of those, the move falls between two invoices of the main story
 CERTIFICATE_PREVIOUS_RATE = 0.5  # a moved customer's certificate issued in the old jurisdiction
 CERTIFICATE_ELSEWHERE_RATE = 0.2  # other certificates issued for another jurisdiction
-EXTRA_CERTIFICATE_RATE = 1.0  # of customers the builder gave none (any class but the fault's)
+EXTRA_CERTIFICATE_RATE = 1.0  # of customers the builder gave none: all, as the fault has one
 KEEP_WINDOW_RATE = 0.5  # tax-rate stories: a covering certificate applies elsewhere, not lapsed
 
 
@@ -165,7 +165,7 @@ def certificate_applies_elsewhere(b: WorldBuilder) -> bool:
 
 
 def extra_certificate(b: WorldBuilder) -> None:
-    """A certificate for half the customers the builder's own draw left without one, drawn
+    """A certificate for the customers the builder's own draw left without one, drawn
     like the builder's (any window), so that holding one says little about the class."""
     rng = side_rng(b)
     if rng.random() >= EXTRA_CERTIFICATE_RATE:
