@@ -180,8 +180,8 @@ def settle_main_trial(b: WorldBuilder, story: Story, keep: str) -> None:
     (`keep` holds the ids it names); then the extension simply came before the charge: one
     `trial_ended`, logged with the extended length like `background._extend_trial`."""
     t0, t1 = story.trial_end_before, story.trial_end
-    if t0 is None or t1 is None or b.draft is None:
-        return
+    if t0 is None or t1 is None or b.draft is None or b.label == "trial_period_charged":
+        return  # the fault's L2/L3 form: this history, its charge not credited
     start = story.period(0)[0]
     first = [
         i

@@ -268,7 +268,9 @@ def start_trial(b: WorldBuilder, story: Story, trial_end: date, details: dict[st
 def trial_period_charged(b: WorldBuilder) -> FaultOutcome:
     b.make_customer()
     plans = b.make_catalog()
-    variant = b.pick(TRIAL_VARIANTS)
+    # a first paid invoice with no proration at all has no look-alike (a credited retro
+    # extension records its first end): L1 only (design §2)
+    variant = b.pick(TRIAL_VARIANTS if b.difficulty == "L1" else TRIAL_VARIANTS[1:])
     extended = variant == "extended_trial"
     retro = variant == "trial_shortened" and b.difficulty != "L1"
     story, whole, ended = _trial_story(b, plans, extended, retro)
