@@ -210,8 +210,9 @@ def decorate_main(b: WorldBuilder, story: Story, skip: tuple[str, ...] = ()) -> 
         k = b.rng.randrange(room)
         if not (k >= first_paid and k + 1 < room and reversed_cancel(b, story, k)):
             _withdrawn_cancel(b, story, k)
-    # metered usage of the last period would be owed on a final invoice: plain plans only
-    ends = story.cancel_effective is None and not story.plan.overage_unit_price_cents
+    # any plan: a metered one's last period has no usage record (nothing more is owed), as
+    # for the second subscription's and billed_after_cancellation's cancellations
+    ends = story.cancel_effective is None
     ends = ends and not (fixed and b.label != "coupon_not_applied")
     if ends and "canceled" not in kinds and _main_draw(b, "ended", skip):
         _cancel(b, story)

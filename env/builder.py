@@ -35,9 +35,11 @@ METHODS = {
 
 
 CERTIFICATE_RATE = 0.8  # customers with an exemption certificate outside tax_exempt_charged
-# (env.lookalikes_tax adds one to half of the rest, from its own stream: 90 % in all)
-MAIN_TRIAL_RATE = 0.85  # main subscriptions that start with their plan's free trial
-EXTENDED_TRIAL_RATE = 0.3  # of those, trials support extended (they still end in period 0)
+# (env.lookalikes_tax adds one to the rest, from its own stream: every customer, as in
+# tax_exempt_charged, holds one)
+MAIN_TRIAL_RATE = 0.9  # main subscriptions that start with their plan's free trial
+EXTENDED_TRIAL_RATE = 0.4  # of those, trials support extended (they still end in period 0)
+SHORT_EXTENSION = 3  # at most 3 + this - 1 days more where the first period must hold a change
 ZERO_ALLOWANCE_RATE = 0.2  # Growth plans with no included units (pay as you go)
 FAILED_ATTEMPT_RATE = 0.12  # a declined first attempt and a successful retry
 
@@ -119,13 +121,21 @@ class WorldBuilder:
     def main_trial(self, plan: Plan, *, extended: bool = True) -> int:
         """The free trial a main subscription on `plan` starts with, in days (0: none), in every
         class whose fault can share one (the caller knows; design §1.2: trials, extended ones
-        too, occur everywhere). `extended=False`: the standard length only, for a story whose
-        first period must still hold a change after the trial (the draws are the same)."""
+        too, occur everywhere, as often as trial_period_charged has one). `extended=False`: at
+        most SHORT_EXTENSION days more, for a story whose first period must still hold a change
+        after the trial (the draws are the same)."""
         if not plan.trial_days or self.rng.random() >= MAIN_TRIAL_RATE:
             return 0
-        if self.rng.random() < EXTENDED_TRIAL_RATE:
-            longer = plan.trial_days + self.rng.randint(3, 10)
-            return longer if extended else plan.trial_days
+        return self.trial_length(plan, extended=extended)
+
+    def trial_length(
+        self, plan: Plan, *, extended: bool = True, rate: float = EXTENDED_TRIAL_RATE
+    ) -> int:
+        """The plan's standard trial, or (at `rate`) one support extended by a few days, still
+        ending inside the first period."""
+        if self.rng.random() < rate:
+            extra = self.rng.randint(3, 10)
+            return plan.trial_days + (extra if extended else 3 + (extra - 3) % SHORT_EXTENSION)
         return plan.trial_days
 
     def _background_certificate(self) -> None:

@@ -161,7 +161,8 @@ def scheduled_first(b: WorldBuilder, story: Story, day: date, to_plan: str) -> N
     story.event(day - days(1), at, "plan_changed", details)
 
 
-MAIN_RETRO_RATE = 0.3  # of the main subscription's trials, in classes whose fault allows it
+MAIN_RETRO_RATE = 0.45  # of the main subscription's trials, in classes whose fault allows it
+FAULT_BOTH_ENDS = 0.5  # trial_period_charged's retro form keeping both trial_ended events
 MAIN_RETRO_SKIP = ("trial_period_charged", "timezone_period_boundary")
 
 
@@ -182,6 +183,8 @@ def settle_main_trial(b: WorldBuilder, story: Story, keep: str) -> None:
     t0, t1 = story.trial_end_before, story.trial_end
     if t0 is None or t1 is None or b.draft is None:
         return
+    if b.label == "trial_period_charged" and b.rng.random() < FAULT_BOTH_ENDS:
+        return  # the fault's L2/L3 form: this history, its charge not credited
     start = story.period(0)[0]
     first = [
         i

@@ -27,12 +27,12 @@ if TYPE_CHECKING:
     from env.builder import WorldBuilder
     from env.story import Story
 
-MOVE_RATE = 0.35  # customers with a jurisdiction change on record (where a neighbour exists)
+MOVE_RATE = 0.85  # customers with a jurisdiction change on record (where a neighbour exists)
 HIGHER_RATE_MOVE = 0.7  # moves from a neighbour whose rate is above the customer's own
 MOVE_INSIDE_RATE = 0.8  # of those, the move falls between two invoices of the main story
 CERTIFICATE_PREVIOUS_RATE = 0.5  # a moved customer's certificate issued in the old jurisdiction
 CERTIFICATE_ELSEWHERE_RATE = 0.2  # other certificates issued for another jurisdiction
-EXTRA_CERTIFICATE_RATE = 0.5  # of customers the builder gave none (any class but the fault's)
+EXTRA_CERTIFICATE_RATE = 1.0  # of customers the builder gave none: all, as the fault has one
 KEEP_WINDOW_RATE = 0.5  # tax-rate stories: a covering certificate applies elsewhere, not lapsed
 
 
@@ -117,6 +117,18 @@ def move_before(b: WorldBuilder, day: date) -> None:
         c.jurisdiction_since = (day - days(side_rng(b).randint(3, 40))).isoformat()
 
 
+def move_between(b: WorldBuilder, before: date, day: date) -> None:
+    """The move took effect between two issue days, a few days before `day` (earlier invoices
+    rightly taxed in the old jurisdiction): where a bill kept the old one after it, its rate is
+    one the customer's own invoices show (`wrong_tax_rate`). Else as `move_before`."""
+    c = b.customer
+    gap = (day - before).days
+    if c.previous_jurisdiction is None or gap < 8:
+        move_before(b, day)
+        return
+    c.jurisdiction_since = (day - days(side_rng(b).randint(3, min(20, gap - 3)))).isoformat()
+
+
 def keep_jurisdiction(b: WorldBuilder, first: date, second: date) -> None:
     """Two invoices compared for a price (no_error look-alikes): no move between them."""
     since = b.customer.jurisdiction_since
@@ -153,7 +165,7 @@ def certificate_applies_elsewhere(b: WorldBuilder) -> bool:
 
 
 def extra_certificate(b: WorldBuilder) -> None:
-    """A certificate for half the customers the builder's own draw left without one, drawn
+    """A certificate for the customers the builder's own draw left without one, drawn
     like the builder's (any window), so that holding one says little about the class."""
     rng = side_rng(b)
     if rng.random() >= EXTRA_CERTIFICATE_RATE:

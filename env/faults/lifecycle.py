@@ -14,8 +14,9 @@ from datetime import date
 from typing import Any
 
 from env.background import decorate_main
+from env.billing import BillingInputs
 from env.builder import WorldBuilder
-from env.calendar import days
+from env.calendar import days, local_to_utc
 from env.faults.base import FaultOutcome, call, recompute
 from env.faults.common import (
     METERED_RATE,
@@ -35,6 +36,9 @@ from env.world import Event, Invoice, Plan
 SEAT_VARIANTS = ("reduction_ignored", "rise_billed_early", "reduction_reverted")
 CANCEL_VARIANTS = ("next_period_billed", "kept_billing", "cancel_at_date")
 TRIAL_VARIANTS = ("trial_days_charged", "trial_shortened", "extended_trial")
+# trials support extended inside the first period, in the variants whose trial may be any
+# length: with the extended_trial variant about as many extended trials as elsewhere
+EXTENDED_RATE = 0.0
 CANCEL_REASONS = ("too_expensive", "switched_provider", "project_ended", "missing_features")
 
 
@@ -140,14 +144,18 @@ def _seat_layout(b: WorldBuilder, variant: str) -> tuple[int, int, int]:
 def billed_after_cancellation(b: WorldBuilder) -> FaultOutcome:
     b.make_customer()
     plans = b.make_catalog()
-    # metered usage of the last period would be owed on the next invoice: plain plans only
-    plan = b.pick([p for p in plans.values() if not p.overage_unit_price_cents])
+    # metered plans as often as elsewhere: the last period's usage has no record (as for a
+    # second subscription's cancellation, `env.background._cancel`), so nothing more is owed
+    metered = b.rng.random() < METERED_RATE
+    plan = b.pick([p for p in plans.values() if bool(p.overage_unit_price_cents) == metered])
     variant = b.pick(CANCEL_VARIANTS)
     extra = {"next_period_billed": 1, "cancel_at_date": 1}.get(variant) or b.rng.randint(
         2, 2 if b.difficulty == "L1" else 3
     )
     legit = b.rng.randint(1, 3 - extra) if b.difficulty == "L1" else periods_for(b)
     story = b.make_story(plan, seats=seats_for(b, plan), periods=legit, trial=b.main_trial(plan))
+    if metered:
+        b.fill_usage(story)
     traps = []
     withdrawn_k = None
     chance = {"L1": 0.35, "L2": 0.25, "L3": 0.5}[b.difficulty]  # as often as elsewhere
@@ -272,10 +280,12 @@ def start_trial(b: WorldBuilder, story: Story, trial_end: date, details: dict[st
 def trial_period_charged(b: WorldBuilder) -> FaultOutcome:
     b.make_customer()
     plans = b.make_catalog()
-    variant = b.pick(TRIAL_VARIANTS)
+    # a first paid invoice with no proration at all has no look-alike (a credited retro
+    # extension records its first end): L1 only (design §2)
+    variant = b.pick(TRIAL_VARIANTS if b.difficulty == "L1" else TRIAL_VARIANTS[1:])
     extended = variant == "extended_trial"
-    story, whole, ended = _trial_story(b, plans, extended)
     retro = variant == "trial_shortened" and b.difficulty != "L1"
+    story, whole, ended = _trial_story(b, plans, extended, retro)
     if retro:  # extended after it first ended, billing kept the old end (L1: charged early)
         later = extend_later(b, story, same_period=True)
         assert later is not None
@@ -288,14 +298,9 @@ def trial_period_charged(b: WorldBuilder) -> FaultOutcome:
     if retro:  # charged from the first end, issued then: same rates
         invoices = charge_before_extension(b, story, invoices, credited=False)
         victims = invoices[:1]
-    elif extended:  # periods wholly inside the trial were invoiced although none is due
-        victims = []
-        for k in range(whole):
-            inputs = replace(
-                story.inputs(k, b), proration_start=_billed_trial_start(b, variant, plan, start, k)
-            )
-            at = story.time_of_day()
-            victims.append(issue_unwarranted(b, story, inputs, b.new_id("INV"), at))
+    elif extended:  # billing kept the standard trial: see `_ignored_extension`
+        victims = _ignored_extension(b, story, whole, invoices)
+        invoices = invoices[1:]
     else:
         victims = invoices[:1]
         b.rebill(victims[0], proration_start=_billed_trial_start(b, variant, plan, start, 0))
@@ -325,21 +330,20 @@ def trial_period_charged(b: WorldBuilder) -> FaultOutcome:
 
 
 def _trial_story(
-    b: WorldBuilder, plans: dict[str, Plan], extended: bool
+    b: WorldBuilder, plans: dict[str, Plan], extended: bool, retro: bool
 ) -> tuple[Story, int, Event]:
     """The main subscription and its trial: (story, periods wholly inside it, trial_ended).
 
-    An extended trial runs past the first period (and at L2/L3 sometimes the second) and ends
-    inside the next one. Metered plans are left out there: their usage would muddle "the whole
-    invoice should not exist".
+    An extended trial runs past the first period (at L1 sometimes the second) and ends inside
+    the next one. Metered plans as often as elsewhere, but not with two periods inside the
+    trial: the first one's usage would be billed on the second's invoice, which should not
+    exist, muddling "its whole total is owed back".
     """
-    options = [
-        p for p in plans.values() if p.trial_days and not (extended and p.overage_unit_price_cents)
-    ]
-    metered = [p for p in options if p.overage_unit_price_cents]
-    plan = b.pick(metered if metered and b.rng.random() < METERED_RATE else options)
     # two whole periods inside a trial only at L1: no legitimate extension runs that long
     whole = (1 if b.difficulty != "L1" or b.rng.random() < 0.6 else 2) if extended else 0
+    metered = b.rng.random() < METERED_RATE and whole < 2  # as elsewhere (`unbilled_story`)
+    options = [p for p in plans.values() if p.trial_days]
+    plan = b.pick([p for p in options if bool(p.overage_unit_price_cents) == metered] or options)
     if b.difficulty == "L1":
         periods = whole + 1 + b.rng.randint(0, 1) if extended else b.rng.randint(1, 3)
     else:
@@ -347,9 +351,13 @@ def _trial_story(
     story = b.make_story(plan, seats=seats_for(b, plan), periods=periods)
     if plan.overage_unit_price_cents:
         b.fill_usage(story)
-    if not extended:
-        trial_end = story.anchor + days(plan.trial_days)
-        return story, whole, start_trial(b, story, trial_end, {"trial_days": plan.trial_days})
+    if not extended:  # the standard trial, or one extended inside the first period, as
+        # often as main subscriptions elsewhere have one (`WorldBuilder.main_trial`)
+        length = b.trial_length(plan, extended=not retro, rate=EXTENDED_RATE)
+        details: dict[str, Any] = {"trial_days": length}
+        if length != plan.trial_days:
+            details.update(standard_trial_days=plan.trial_days, extended=True)
+        return story, whole, start_trial(b, story, story.anchor + days(length), details)
     trial_end = day_inside(b, story, whole, head=3, tail=5)
     details = {
         "trial_days": (trial_end - story.anchor).days,
@@ -365,9 +373,43 @@ def _billed_trial_start(
     """Where the faulty bill started charging: the period start, or too early in the trial."""
     if variant == "trial_shortened":
         return start + days(b.rng.randint(1, plan.trial_days - 3))
-    if variant == "extended_trial" and k == 0 and b.rng.random() < 0.5 and b.difficulty == "L1":
-        return start + days(plan.trial_days)  # the standard trial, ignoring the extension
     return None
+
+
+def _ignored_extension(
+    b: WorldBuilder, story: Story, whole: int, invoices: list[Invoice]
+) -> list[Invoice]:
+    """Billing kept the plan's standard trial although support extended it past the first
+    period: its zero invoice covers the standard days, period 0 is charged from their end
+    (issued then), a second period inside the trial in full, and the period the extended trial
+    ends in in full. Every recorded value is one a standard trial produces (design §1.2); only
+    the timeline's trial_ended shows what was due."""
+    assert story.trial_invoice is not None
+    start = story.period(0)[0]
+    standard = start + days(story.plan.trial_days)
+    zero = replace(story.trial_invoice.billed, period_end=standard, proration_start=standard)
+    story.trial_invoice.billed = story.trial_invoice.correct = zero  # 0.00 either way
+    victims = []
+    for k in range(whole):
+        day = standard if k == 0 else story.period(k)[0]
+        inputs = replace(story.inputs(k, b), **b.rates_on(day))
+        inputs = replace(inputs, proration_start=standard if k == 0 else None)
+        victims.append(_unwarranted_on(b, story, inputs, day))
+    b.rebill(invoices[0], proration_start=None)  # the trial's last days charged as well
+    return [*victims, invoices[0]]
+
+
+def _unwarranted_on(b: WorldBuilder, story: Story, inputs: BillingInputs, day: date) -> Invoice:
+    """An invoice no correct system issues, issued on local `day` at the renewal time."""
+    invoice = Invoice(
+        id=b.new_id("INV"),
+        customer_id=b.customer.id,
+        subscription_id=story.sub.id,
+        issued_at=local_to_utc(day, story.time_of_day(), story.timezone),
+        correct=None,
+        billed=inputs,
+    )
+    return b.file_invoice(invoice)
 
 
 def _trial_summary(
@@ -379,22 +421,24 @@ def _trial_summary(
     extended: bool,
 ) -> str:
     currency = victims[0].billed.currency
-    ids = join_words([inv.id for inv in victims])
     if extended:
-        totals = [
-            f"{format_cents(inv.billed_amounts().total_cents)} on {inv.id}" for inv in victims
-        ]
+        inside, last = victims[:-1], victims[-1]
+        totals = [f"{format_cents(inv.billed_amounts().total_cents)} on {inv.id}" for inv in inside]
         return (
             f"{story.sub.id} had an extended {length}-day free trial ending at "
-            f"{ended.occurred_at} (first charged day {trial_end.isoformat()} local), so the "
-            f"period of {ids} lay wholly inside the trial: recomputed with proration_start "
-            f"{trial_end.isoformat()} it comes to 0.00. Totals {join_words(totals)} "
-            f"({currency}) are credited in full."
+            f"{ended.occurred_at} (first charged day {trial_end.isoformat()} local), but "
+            f"billing kept the standard {story.plan.trial_days} days: the period of "
+            f"{join_words([inv.id for inv in inside])} lay wholly inside the trial (recomputed "
+            f"with proration_start {trial_end.isoformat()} it comes to 0.00; totals "
+            f"{join_words(totals)} {currency} credited in full), and {last.id} charged its "
+            f"period from its start: recomputed it totals "
+            f"{format_cents(last.correct_total_cents())}, the {overcharge_text(last)} "
+            f"{currency} difference is credited."
         )
     victim = victims[0]
     charged_from = (victim.billed.proration_start or victim.billed.period_start).isoformat()
     return (
-        f"{story.sub.id} started with a {length}-day free trial; trial_ended at "
+        f"{story.sub.id} started with a free trial; its last trial_ended at "
         f"{ended.occurred_at} makes {trial_end.isoformat()} the first charged day, but invoice "
         f"{victim.id} charged from {charged_from}. Recomputed with proration_start "
         f"{trial_end.isoformat()} it totals {format_cents(victim.correct_total_cents())} instead "

@@ -209,7 +209,11 @@ def _wrong_jurisdiction(
     if not any(r[0] == other for r in b.draft.tax_rates):
         b.draft.tax_rates.append((other, rate_text, FIRST_RATE_DAY, None))
         b.draft.tax_rates.sort()
-    lookalikes_tax.move_before(b, issued[min(first, n if rise_at is None else rise_at)])
+    head = min(first, n if rise_at is None else rise_at)
+    if other == b.customer.previous_jurisdiction and head > 0:  # billing kept the old one
+        lookalikes_tax.move_between(b, issued[head - 1], issued[head])
+    else:
+        lookalikes_tax.move_before(b, issued[head])
     if b.customer.jurisdiction_since and b.customer.jurisdiction_since > issued[0].isoformat():
         traps.append("previous_jurisdiction_before_move")
     b.lapse_certificate_before(issued[first])
@@ -320,8 +324,11 @@ def tax_exempt_charged(b: WorldBuilder) -> FaultOutcome:
     if b.difficulty == "L3" or (b.difficulty == "L2" and b.rng.random() < 0.5):
         first = b.rng.randint(1, n - 1)  # the invoice(s) before the window were rightly taxed
         traps.append("taxed_before_certificate")
-        gap = (starts[first] - starts[first - 1]).days
-        valid_from = starts[first - 1] + days(b.rng.randint(2, gap - 2))
+        before = story.issue_day(first - 1)  # after a trial, its end: that day decides
+        if first == 1 and story.trial_end is not None:  # which a later extension may move up
+            before = starts[1] - days(5)  # to 4 days before the next period (`extend_later`)
+        gap = (starts[first] - before).days
+        valid_from = before + days(b.rng.randint(2, gap - 2))
     else:
         valid_from = starts[0] - days(b.rng.randint(5, 200))
     last = n - 1  # last period inside the window

@@ -62,7 +62,8 @@ _TAX_READS: tuple[_Reader, ...] = (*_READS, read_tax_rates)
 
 
 def _confirm(desk: Desk, candidate: Candidate) -> None:
-    """The auditor's rule: a printed overcharge stands; an override must recompute below billed."""
+    """The auditor's rule: a printed overcharge stands; an override must recompute below billed
+    by more than earlier credit notes returned."""
     if any(
         f.invoice_id == candidate.invoice_id and f.label == candidate.label for f in desk.findings
     ):
@@ -77,10 +78,11 @@ def _confirm(desk: Desk, candidate: Candidate) -> None:
         return
     result = ask(desk, "recompute_invoice", invoice_id=candidate.invoice_id, **candidate.overrides)
     difference = cents(result.get("difference"))
-    if difference is None or difference <= 0:
-        return
+    if difference is None or difference - candidate.credited <= 0:  # an earlier credit note
+        return  # may already have returned it (a trial extended after its first charge)
+    difference -= candidate.credited
     # "seats 31", not "seats=31": a number glued to a word is not traceable as that number
-    shown = ", ".join(f"{k} {v}" for k, v in candidate.overrides.items())
+    shown = candidate.shown or ", ".join(f"{k} {v}" for k, v in candidate.overrides.items())
     note = (
         f"{candidate.note}; recompute_invoice with {shown} totals {result.get('total')} against "
         f"billed {result.get('billed_total')}, difference {result.get('difference')} "

@@ -138,3 +138,34 @@ def test_every_lifecycle_variant_is_generated() -> None:
         "billed_after_cancellation": set(CANCEL_VARIANTS),
         "trial_period_charged": set(TRIAL_VARIANTS),
     }
+
+
+def test_an_ignored_extension_records_the_standard_trial_only() -> None:
+    """The extended_trial fault (issue 19 values): billing kept the plan's standard trial, so
+    its zero invoice and the first charge record the standard days, a value every standard
+    trial records; only the timeline's trial_ended shows the extension."""
+    seen = 0
+    for i in range(90):
+        b = WorldBuilder(scenario_rng("test", i), name_pool="train", difficulty=LEVELS[i % 3])
+        outcome = trial_period_charged(b)
+        if outcome.variant != "extended_trial":
+            continue
+        seen += 1
+        story = outcome.story
+        start, standard = story.period(0)[0], story.plan.trial_days
+        assert story.trial_invoice is not None and story.trial_end is not None
+        zero = story.trial_invoice.billed
+        assert zero.proration_start is not None
+        assert (zero.proration_start - start).days == standard < (story.trial_end - start).days
+        first = min((i for i in outcome.focus if i.correct is None), key=lambda i: i.issued_at)
+        assert first.billed.proration_start == zero.proration_start
+    assert seen
+
+
+def test_cancellations_bill_metered_plans_too() -> None:
+    """billed_after_cancellation draws metered plans as often as other classes (issue 19)."""
+    metered = 0
+    for i in range(40):
+        b = WorldBuilder(scenario_rng("test", i), name_pool="train", difficulty=LEVELS[i % 3])
+        metered += bool(billed_after_cancellation(b).story.plan.overage_unit_price_cents)
+    assert 10 <= metered <= 38

@@ -137,17 +137,23 @@ def test_invoices_inside_the_window_are_exempt_and_those_outside_are_rightly_tax
     for scenario in all_levels("tax_exempt_charged"):
         tools = Tools(scenario)
         certificate = tools.customer()["exemption_certificate"]
+        timezone = tools.customer()["timezone"]
         truth = reveal_truth(scenario)
         for summary in tools.invoices():
             if summary["invoice_id"] in truth.overcharges:
                 continue
             invoice = tools.invoice(summary["invoice_id"])
-            inside = certificate["valid_from"] <= invoice["period_start"]
-            inside = inside and invoice["period_start"] < certificate["valid_until"]
+            # the issue day decides (a trial's first paid invoice: its end), where it applies
+            local = utc_to_local_date(invoice["issued_at"], timezone).isoformat()
+            inside = certificate["valid_from"] <= local < certificate["valid_until"]
+            inside = inside and invoice["tax"]["jurisdiction"] == certificate["jurisdiction"]
             assert invoice["tax"]["exempt"] is inside
             outside_seen += not inside
             issued = invoice["issued_at"][:10]  # a UTC reading must not change the answer
-            assert inside is (certificate["valid_from"] <= issued < certificate["valid_until"])
+            utc_inside = certificate["valid_from"] <= issued < certificate["valid_until"]
+            assert inside is (
+                utc_inside and invoice["tax"]["jurisdiction"] == certificate["jurisdiction"]
+            )
     assert outside_seen > 0
 
 
