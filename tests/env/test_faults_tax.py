@@ -31,13 +31,23 @@ def test_wrong_tax_rate_reference_credits_exactly_each_overcharge(level: str) ->
         check_reference(scenario, "wrong_tax_rate")
 
 
+def in_force(customer: dict, issued: str) -> str:
+    """The customer's jurisdiction on a local issue day: the previous one before a move."""
+    since = customer.get("tax_jurisdiction_since")
+    if since and issued < since:
+        return str(customer["previous_tax_jurisdiction"])
+    return str(customer["tax_jurisdiction"])
+
+
 def test_wrong_tax_rate_invoices_carry_a_higher_rate_than_the_one_in_force() -> None:
     for scenario in all_levels("wrong_tax_rate"):
         tools = Tools(scenario)
-        home = tools.customer()["tax_jurisdiction"]
+        customer = tools.customer()
         for invoice_id, cents in reveal_truth(scenario).overcharges.items():
             invoice = tools.invoice(invoice_id)
-            right = tools("get_tax_rate", jurisdiction=home, date=invoice["period_start"])
+            issued = utc_to_local_date(invoice["issued_at"], customer["timezone"]).isoformat()
+            home = in_force(customer, issued)
+            right = tools("get_tax_rate", jurisdiction=home, date=issued)
             assert float(invoice["tax"]["rate"]) > float(right["rate"])
             again = tools("recompute_invoice", invoice_id=invoice_id, tax_rate=right["rate"])
             assert parse_amount(again["difference"]) == cents

@@ -148,7 +148,8 @@ def test_a_plan_change_withdrawn_that_was_never_scheduled_is_flagged(
         "SELECT MAX(occurred_at) FROM subscription_events WHERE subscription_id = ?", (sub,)
     ).fetchone()[0]
     stamp = last[:-3] + "59Z"
-    _add_event(world, sub, stamp, "plan_change_withdrawn", {"to_plan_id": "PLN-TEAM"})
+    # a plan no scheduled change names (whatever this world scheduled)
+    _add_event(world, sub, stamp, "plan_change_withdrawn", {"to_plan_id": "PLN-NOWHERE"})
     assert any("not scheduled" in p for p in _problems(world))
 
 
