@@ -528,7 +528,7 @@ PENDING_SKIP = {  # the fault's own signal: never a pending look-alike in that c
     "withdrawn": (),
     "scheduled": ("downgrade_not_applied",),
     "immediate": ("proration_error", "timezone_period_boundary", "usage_overage_miscalculated"),
-    "seats": ("seat_count_mismatch",),
+    "seats": (),  # after the last invoice: no invoice bills it, the seat fault's included
     "coupon": ("coupon_not_applied",),
 }
 

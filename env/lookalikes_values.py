@@ -25,7 +25,7 @@ from env.money import parse_rate
 from env.story import Story
 
 SEAT_STEPS = (1, 2, 3, 5)  # seats added or removed by one change, in every class
-SEAT_CUT_RATE = 0.5  # of background seat changes where a cut is safe
+SEAT_CUT_RATE = 0.7  # of background seat changes where a cut is safe (the seat fault cuts 1 in 2)
 MIN_SEATS = 2  # a cut leaves at least this many seats
 HIGH_FX_RATE = {"L1": 0.0, "L2": 0.5, "L3": 1.0}  # as `currency_conversion_error` draws its jump
 

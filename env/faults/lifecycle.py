@@ -34,6 +34,16 @@ from env.story import Story
 from env.world import Event, Invoice, Plan
 
 SEAT_VARIANTS = ("reduction_ignored", "rise_billed_early", "reduction_reverted")
+SEAT_VARIANTS_DRAWN = (
+    "reduction_ignored",
+    "rise_billed_early",
+    "rise_billed_early",
+    "reduction_reverted",
+)
+# L2/L3 seat scenarios with a correctly billed seat change before the fault: with the pending
+# change after the last invoice (`background.pending_changes`), as many seats_changed events
+# and billed seat counts as elsewhere, so neither count gives the class away
+SEAT_DECOY_RATE = 0.15
 CANCEL_VARIANTS = ("next_period_billed", "kept_billing", "cancel_at_date")
 TRIAL_VARIANTS = ("trial_days_charged", "trial_shortened", "extended_trial")
 # trials support extended inside the first period, in the variants whose trial may be any
@@ -65,7 +75,9 @@ def seat_count_mismatch(b: WorldBuilder) -> FaultOutcome:
     # every variant bills a count of the customer's own timeline (design §1.2): the count
     # before a cut (ignored, or reverted after one right invoice), or a rise's count one
     # period before the date its event names
-    variant = b.pick(SEAT_VARIANTS)
+    # a rise as often as a cut: the row shows fewer seats than an invoice about as often as
+    # where the background cuts seats (`lookalikes_values.SEAT_CUT_RATE`)
+    variant = b.pick(SEAT_VARIANTS_DRAWN)
     change_k, count, tail = _seat_layout(b, variant)
     first_bad = change_k + (2 if variant == "reduction_reverted" else 1)
     story = b.make_story(
@@ -75,7 +87,8 @@ def seat_count_mismatch(b: WorldBuilder) -> FaultOutcome:
         b.fill_usage(story)
     traps = []
     decoy_k = None
-    if b.difficulty != "L1":  # a seat change that did take effect on time
+    # a seat change that did take effect on time (`SEAT_DECOY_RATE`)
+    if b.difficulty != "L1" and b.rng.random() < SEAT_DECOY_RATE:
         decoy_k = b.rng.randrange(0, change_k)
         change_seats(b, story, decoy_k, seat_step(b, story.seats, cut_ok=True))
         traps.append("correct_seat_change_decoy")

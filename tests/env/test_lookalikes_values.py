@@ -99,6 +99,38 @@ def test_seat_fault_bills_a_count_of_its_own_timeline() -> None:
     assert seen >= 10
 
 
+def test_seat_class_gets_pending_seat_changes_and_rises_as_often_as_cuts() -> None:
+    """The seat class, like every other, has seat changes ordered after its last invoice (the
+    row shows them, no invoice bills them), and its fault is a rise about as often as a cut:
+    neither the row nor the count of billed seat values per event singles it out."""
+    pending = rises = cuts = 0
+    for seed in SEEDS:
+        scenario = _scenario(seed)
+        truth = reveal_truth(scenario)
+        if truth.label != "seat_count_mismatch":
+            continue
+        last_issue: dict[str, str] = {}
+        for sub, issued in _rows(seed, "SELECT subscription_id, issued_at FROM invoices"):
+            last_issue[str(sub)] = max(last_issue.get(str(sub), ""), str(issued))
+        stamped = "SELECT subscription_id, occurred_at, details FROM subscription_events "
+        stamped += "WHERE type='seats_changed'"
+        for sub, at, details in _rows(seed, stamped):
+            if str(at) > last_issue.get(str(sub), ""):
+                pending += 1
+                row = _rows(seed, f"SELECT seats FROM subscriptions WHERE id='{sub}'")[0][0]
+                later = [r for r in _rows(seed, stamped) if r[0] == sub and str(r[1]) > str(at)]
+                if not later:
+                    assert row == json.loads(str(details))["to_seats"]
+        over = {i: inputs["seats"] for i, _, inputs in _inputs(seed) if i in truth.overcharges}
+        named = [json.loads(str(d)) for _, d in _rows(seed, SEAT_EVENTS)]
+        billed = set(over.values())
+        cut = any(n["to_seats"] < n["from_seats"] and n["from_seats"] in billed for n in named)
+        cuts += cut
+        rises += not cut
+    assert pending >= 5
+    assert 0.35 <= rises / (rises + cuts) <= 0.65, (rises, cuts)
+
+
 def _band_top(currency: str) -> Fraction:
     base = parse_rate(data("catalog.json")["fx_base"][currency])
     return Fraction(round(fx_band_top(base) * 10000), 10000)
