@@ -57,12 +57,26 @@ def immediate_swap(
         first += 1
     if first > story.periods - 2:
         return
-    start, end = story.period(b.rng.randint(first, story.periods - 2))
-    day = b.pick(late_days(start, end, story.plan, to, margin=2))
-    early_ok = unused_share(story.plan, to) >= 1.0
+    k = b.rng.randint(first, story.periods - 2)
+    _swap_in(b, story, k, story.plan, to)
+    # now and then the change back in a later period, as proration_error's own second change
+    # (two prorated invoices in a world is no label); never with `upgrades_only`
+    back = list(range(k + 1, story.periods - 1))
+    if back and not upgrades_only and b.rng.random() < BACK_RATE:
+        _swap_in(b, story, b.pick(back), to, story.plan)
+
+
+BACK_RATE = 0.5  # of background immediate swaps with a later period free: the change back
+
+
+def _swap_in(b: WorldBuilder, story: Story, k: int, old: Plan, to: Plan) -> None:
+    """An immediate change from `old` to `to` on a late enough day of period k."""
+    start, end = story.period(k)
+    day = b.pick(late_days(start, end, old, to, margin=2))
+    early_ok = unused_share(old, to) >= 1.0
     day, logged, effective = backdated_effective(b, story, day, early_ok=early_ok)
     story.plan_changes.append((day, to))
-    details = {"from_plan_id": story.plan.id, "to_plan_id": to.id, "effective": effective}
+    details = {"from_plan_id": old.id, "to_plan_id": to.id, "effective": effective}
     story.event(logged, b.work_time(), "plan_changed", details)
 
 

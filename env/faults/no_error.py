@@ -260,7 +260,7 @@ def correct_proration(b: WorldBuilder) -> FaultOutcome:
 def other_subscription(b: WorldBuilder) -> FaultOutcome:
     """A colleague opened a second subscription; the customer does not recognise its invoice."""
     first_plan = _plain_plan(b)
-    first = _story(b, first_plan)
+    first = _story(b, first_plan, trial_ok=True)
     decorate_main(b, first)
     b.bill(first)
     plans = b.draft.plans if b.draft else []

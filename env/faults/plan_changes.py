@@ -25,7 +25,7 @@ from env.world import Event, Invoice, Plan
 
 PRORATION_VARIANTS = ("change_at_period_start", "change_backdated", "downgrade_applied_late")
 DOWNGRADE_VARIANTS = ("never_applied", "applied_late")
-TRIAL_SHARE = 0.6  # the share of catalog plans with a trial: a downgrade story's chance of one
+DECOY_RATE = 0.5  # proration_error worlds from L2 with a second, correctly prorated change
 MIN_SHIFT_DAYS = 3  # a one-day shift is the held-out timezone class; ours are clearly longer
 
 
@@ -72,8 +72,10 @@ def proration_error(b: WorldBuilder) -> FaultOutcome:
     variant = b.pick(PRORATION_VARIANTS)
     upgrade = variant != "downgrade_applied_late"
     before, after = (cheap, dear) if upgrade else (dear, cheap)
-    with_decoy = b.difficulty != "L1"
-    periods = periods_for(b, 3 if with_decoy else 2)
+    # from L2 the correct near miss in half the worlds: two prorated invoices in every one
+    # would outnumber the background's immediate changes (design §1.2)
+    periods = periods_for(b, 2 if b.difficulty == "L1" else 3)
+    with_decoy = b.difficulty != "L1" and b.rng.random() < DECOY_RATE
     fault_k, *rest = b.rng.sample(range(periods - 1), 2 if with_decoy else 1)
     decoy_k = rest[0] if rest else None
     first = after if decoy_k is not None and decoy_k < fault_k else before
@@ -198,13 +200,12 @@ def downgrade_not_applied(b: WorldBuilder) -> FaultOutcome:
     old, new, seats = _downgrade_pair(b, plans)
     late = variant == "applied_late"
     request_k, count = _downgrade_layout(b, late)
-    # from L2 an earlier upgrade: starting on the cheaper plan, which always has a trial,
-    # trials only as often as elsewhere (design §1.2: a trial gives no class away)
+    # from L2 an earlier upgrade: starting on the cheaper plan, after a trial as often as
+    # every class's main subscription (design §1.2: a trial gives no class away)
     with_decoy = b.difficulty != "L1"
     periods = request_k + 1 + count + (1 if late else 0)
     first = new if with_decoy else old
-    thinned = with_decoy and b.rng.random() >= TRIAL_SHARE
-    trial = 0 if thinned else b.main_trial(first, extended=False)
+    trial = b.main_trial(first, extended=False)
     story = b.make_story(first, seats=seats, periods=periods, trial=trial)
     traps = []
     upgrade_k = upgrade_day = None
