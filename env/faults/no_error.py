@@ -19,6 +19,7 @@ from env.calendar import days
 from env.faults.base import FaultOutcome, call, recompute
 from env.faults.common import periods_for, seats_for
 from env.faults.timezone import daytime_event, fill_usage_by_plan, plan_pair, seat_change, span
+from env.lookalikes_life import main_retro_trial
 from env.money import format_cents, format_rate, parse_rate
 from env.scenario import ToolCall
 from env.story import Story
@@ -39,9 +40,12 @@ def _story(
     """The look-alike's subscription; where the variant allows, sometimes after a free trial
     (trials occur in every class, design §1.2); `short`: never an extended one."""
     trial = trial_ok and b.main_trial(plan, extended=not short)
-    return b.make_story(
+    story = b.make_story(
         plan, seats=seats_for(b, plan), periods=periods_for(b, minimum), trial=trial
     )
+    if not short:  # a trial extended after it ended, as in every class
+        main_retro_trial(b, story)
+    return story
 
 
 def _any_plan(b: WorldBuilder) -> Plan:

@@ -19,6 +19,7 @@ from env.calendar import days
 from env.changes import unused_share
 from env.faults.base import FaultOutcome, recompute
 from env.faults.common import join_words, overcharge_text, periods_for, seats_for
+from env.lookalikes_life import main_retro_trial
 from env.money import format_cents
 from env.story import Story, plan_terms
 from env.world import Event, Invoice, Plan
@@ -82,6 +83,8 @@ def proration_error(b: WorldBuilder) -> FaultOutcome:
     story = b.make_story(
         first, seats=seats_for(b, first), periods=periods, trial=b.main_trial(first, extended=False)
     )
+    if 0 not in (fault_k, decoy_k):  # a trial extended after it ended, as in every class
+        main_retro_trial(b, story)
     head, tail = {"change_backdated": (6, 3), "downgrade_applied_late": (3, 6)}.get(variant, (4, 3))
     changes: dict[int, date] = {}
     for k in sorted(x for x in (fault_k, decoy_k) if x is not None):
@@ -207,10 +210,12 @@ def downgrade_not_applied(b: WorldBuilder) -> FaultOutcome:
     first = new if with_decoy else old
     trial = b.main_trial(first, extended=False)
     story = b.make_story(first, seats=seats, periods=periods, trial=trial)
+    upgrade_k = b.rng.randrange(0, request_k) if with_decoy else None
+    if upgrade_k != 0:  # a trial extended after it ended, as in every class
+        main_retro_trial(b, story)
     traps = []
-    upgrade_k = upgrade_day = None
-    if with_decoy:  # near miss: an earlier upgrade, prorated correctly
-        upgrade_k = b.rng.randrange(0, request_k)
+    upgrade_day = None
+    if upgrade_k is not None:  # near miss: an earlier upgrade, prorated correctly
         start = story.period(upgrade_k)[0]
         head = (story.after_trial(start + days(3)) - start).days
         upgrade_day = day_inside(b, story, upgrade_k, head=head)
