@@ -86,15 +86,16 @@ def decorate_second(b: WorldBuilder, plans: dict[str, Plan]) -> tuple[Story, lis
     if _draw(b, "ordered_by"):
         story.sub.events[0].details["ordered_by"] = ordered_by(b)
         features.append("ordered_by")
-    if _draw(b, "coupon"):
-        _coupon(b, story, first_paid)
+    if _draw(b, "coupon"):  # maybe a fixed amount off, then no change shrinks a subtotal
+        _coupon(b, story, first_paid, fixed_ok=True)
         features.append("coupon")
+    fixed = story.coupon is not None and story.coupon.amount_off_cents is not None
     if plan.per_seat and _draw(b, "seats"):
         ks = sorted(b.rng.sample(range(story.periods - 1), b.rng.randint(1, 2)))
         for k in ks:
             _seat_change(b, story, k, last=k == ks[-1])
         features.append("seats")
-    swap = _swap_plan(plan, plans)
+    swap = None if fixed else _swap_plan(plan, plans)
     if swap is not None and _draw(b, "upgrade_now"):
         count = 2 if story.periods - 1 - first_paid >= 2 and b.rng.random() < 0.5 else 1
         ks = sorted(b.rng.sample(range(first_paid, story.periods - 1), count))
@@ -116,6 +117,8 @@ def decorate_second(b: WorldBuilder, plans: dict[str, Plan]) -> tuple[Story, lis
         day = start + days(b.rng.randint(2, (end - start).days - 3))
         _plan_change(b, story, day, swap, "at_period_end")
         features.append("scheduled_downgrade")
+    if fixed:  # a prorated last period could fall below the amount off
+        return story, features
     return _second_end(b, story, features, first_paid)
 
 
