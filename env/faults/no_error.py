@@ -263,18 +263,21 @@ def correct_proration(b: WorldBuilder) -> FaultOutcome:
 
 def other_subscription(b: WorldBuilder) -> FaultOutcome:
     """A colleague opened a second subscription; the customer does not recognise its invoice."""
-    first_plan = _plain_plan(b)
+    # plans of any kind, metered ones as often as elsewhere (usage in arrears, billed right)
+    first_plan = _any_plan(b)
     first = _story(b, first_plan, trial_ok=True)
+    fill_usage_by_plan(b, first)
     decorate_main(b, first)
     b.bill(first)
     plans = b.draft.plans if b.draft else []
-    plan = b.pick([p for p in plans if p is not first_plan and not p.overage_unit_price_cents])
+    plan = b.pick([p for p in plans if p is not first_plan])
     anchor = first.anchor + days(b.rng.randint(10, 80))
     while anchor.day > 28:
         anchor += days(b.rng.randint(1, 5))
     story = b.make_story(plan, seats=seats_for(b, plan), periods=b.rng.randint(1, 3), anchor=anchor)
     colleague = ordered_by(b)
     story.sub.events[0].details["ordered_by"] = colleague
+    fill_usage_by_plan(b, story)
     invoices = b.bill(story)
     invoice = invoices[0]
     summary = (
