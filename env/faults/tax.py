@@ -76,6 +76,12 @@ def _sorted_rates(b: WorldBuilder) -> list[str]:
 
 def wrong_tax_rate(b: WorldBuilder) -> FaultOutcome:
     b.make_customer()
+    if b.difficulty != "L1" and not lookalikes_tax.neighbours(b):
+        # design §2: a mix-up with another currency's jurisdiction (GB, AU: no neighbour to have
+        # moved from) records a jurisdiction and rate no correct world records: L1 only
+        b.tax_rng = None
+        while not lookalikes_tax.neighbours(b):
+            b.make_customer()
     story = unbilled_story(b, minimum_periods=4 if b.difficulty == "L3" else 1)
     candidates = _other_jurisdictions(b)
     # design §2: the outdated rate (recorded rate vs its own jurisdiction's table) has no
