@@ -76,11 +76,12 @@ def _sorted_rates(b: WorldBuilder) -> list[str]:
 
 def wrong_tax_rate(b: WorldBuilder) -> FaultOutcome:
     b.make_customer()
-    if b.difficulty != "L1" and not lookalikes_tax.neighbours(b):
+    if b.difficulty != "L1" and not _higher_neighbour(b):
         # design §2: a mix-up with another currency's jurisdiction (GB, AU: no neighbour to have
-        # moved from) records a jurisdiction and rate no correct world records: L1 only
+        # moved from) records a jurisdiction and rate no correct world records, and the
+        # outdated rate (IE: no neighbour taxes higher) has no look-alike: L1 only
         b.tax_rng = None
-        while not lookalikes_tax.neighbours(b):
+        while not _higher_neighbour(b):
             b.make_customer()
     story = unbilled_story(b, minimum_periods=4 if b.difficulty == "L3" else 1)
     candidates = _other_jurisdictions(b)
@@ -89,6 +90,14 @@ def wrong_tax_rate(b: WorldBuilder) -> FaultOutcome:
     if candidates and (b.difficulty != "L1" or b.rng.random() < 0.45):
         return _wrong_jurisdiction(b, story, candidates)
     return _outdated_rate(b, story)
+
+
+def _higher_neighbour(b: WorldBuilder) -> bool:
+    """Some neighbour (`lookalikes_tax.neighbours`) taxes above the customer's lowest rate."""
+    low = min(parse_rate(r) for r in b.locale["rates"])
+    rates = {loc["jurisdiction"]: loc["rates"] for loc in data("locales.json")}
+    near = lookalikes_tax.neighbours(b)
+    return any(parse_rate(r) > low for n in near for r in rates[n])
 
 
 def _outdated_rate(b: WorldBuilder, story: Story) -> FaultOutcome:
