@@ -28,8 +28,8 @@ if TYPE_CHECKING:
     from env.story import Story
 
 MOVE_RATE = 0.85  # customers with a jurisdiction change on record (where a neighbour exists)
-HIGHER_RATE_MOVE = 0.9  # moves from a neighbour whose rate is above the customer's own
-MOVE_INSIDE_RATE = 0.95  # of those, the move falls between two invoices of the main story
+HIGHER_RATE_MOVE = 0.7  # moves from a neighbour whose rate is above the customer's own
+MOVE_INSIDE_RATE = 0.8  # of those, the move falls between two invoices of the main story
 CERTIFICATE_PREVIOUS_RATE = 0.5  # a moved customer's certificate issued in the old jurisdiction
 CERTIFICATE_ELSEWHERE_RATE = 0.2  # other certificates issued for another jurisdiction
 EXTRA_CERTIFICATE_RATE = 1.0  # of customers the builder gave none: all, as the fault has one
