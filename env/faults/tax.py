@@ -76,6 +76,13 @@ def _sorted_rates(b: WorldBuilder) -> list[str]:
 
 def wrong_tax_rate(b: WorldBuilder) -> FaultOutcome:
     b.make_customer()
+    if b.difficulty != "L1" and not _higher_neighbour(b):
+        # design §2: a mix-up with another currency's jurisdiction (GB, AU: no neighbour to have
+        # moved from) records a jurisdiction and rate no correct world records, and the
+        # outdated rate (IE: no neighbour taxes higher) has no look-alike: L1 only
+        b.tax_rng = None
+        while not _higher_neighbour(b):
+            b.make_customer()
     story = unbilled_story(b, minimum_periods=4 if b.difficulty == "L3" else 1)
     candidates = _other_jurisdictions(b)
     # design §2: the outdated rate (recorded rate vs its own jurisdiction's table) has no
@@ -83,6 +90,14 @@ def wrong_tax_rate(b: WorldBuilder) -> FaultOutcome:
     if candidates and (b.difficulty != "L1" or b.rng.random() < 0.45):
         return _wrong_jurisdiction(b, story, candidates)
     return _outdated_rate(b, story)
+
+
+def _higher_neighbour(b: WorldBuilder) -> bool:
+    """Some neighbour (`lookalikes_tax.neighbours`) taxes above the customer's lowest rate."""
+    low = min(parse_rate(r) for r in b.locale["rates"])
+    rates = {loc["jurisdiction"]: loc["rates"] for loc in data("locales.json")}
+    near = lookalikes_tax.neighbours(b)
+    return any(parse_rate(r) > low for n in near for r in rates[n])
 
 
 def _outdated_rate(b: WorldBuilder, story: Story) -> FaultOutcome:
@@ -187,7 +202,10 @@ def _wrong_jurisdiction(
         near = [s for s in issued if abs((change - s).days) <= 1]
         b.set_tax_history(old, new, _change_day(near[0]) if near else change)
     ks = [k for k in range(n) if k != rise_at]
-    first = b.pick(ks)
+    # L2/L3: a victim after the story's first invoice, so the old jurisdiction a move left
+    # behind can show on the invoices before it (`_previous_mixup`)
+    later = [k for k in ks if k > 0] if b.difficulty != "L1" else []
+    first = b.pick(later or ks)
     run, count = [first], victim_count(b, 2)
     while len(run) < count and run[-1] + 1 in ks:
         run.append(run[-1] + 1)
@@ -195,6 +213,8 @@ def _wrong_jurisdiction(
         _lowest_where_compared(b, [issued[k] for k in run], others)
     right = max(b.tax_rate_on(issued[k]) for k in run)
     higher = [o for o in others if parse_rate(o[3]) > right]
+    if b.difficulty != "L1":
+        _previous_mixup(b, higher)
     if not higher:  # the customer's own rate is the highest there is: the other flavour
         return _outdated_rate(b, story)
     # a mix-up is likeliest with the old jurisdiction after a move, else a neighbour (same
@@ -253,6 +273,21 @@ def _wrong_jurisdiction(
     return _wrong_rate_outcome(
         story, victims, decoys, evidence, summary, traps, variant="wrong_jurisdiction"
     )
+
+
+def _previous_mixup(b: WorldBuilder, higher: list[tuple[str, str, str, str]]) -> None:
+    """L2/L3 (design §1.2): the wrong jurisdiction is the one the customer moved from, whose
+    rate the invoices before the move rightly carry, so the victim records no rate or
+    jurisdiction a correct world would not. Where the drawn move (if any) left a neighbour
+    taxing no higher, the move on record is from a higher-taxing neighbour instead."""
+    c = b.customer
+    if any(o[0] == c.previous_jurisdiction for o in higher):
+        return
+    near = set(lookalikes_tax.neighbours(b))
+    options = [o for o in higher if o[0] in near]
+    if options:
+        c.previous_jurisdiction = b.pick(options)[0]
+        c.jurisdiction_since = None
 
 
 def _lowest_where_compared(

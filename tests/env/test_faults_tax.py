@@ -79,6 +79,25 @@ def test_wrong_tax_rate_comes_as_an_outdated_rate_or_another_jurisdictions_rate(
     assert kinds == {"outdated", "wrong_jurisdiction"}
 
 
+def test_wrong_tax_rate_l2_l3_records_only_the_jurisdictions_a_move_leaves() -> None:
+    """Design §1.2: at L2/L3 the wrong jurisdiction is the one the customer moved from, and an
+    invoice before the move rightly carries it and its rate: no value a correct world lacks."""
+    for level in LEVELS[1:]:
+        for scenario in scenarios("wrong_tax_rate", level, 6):
+            tools = Tools(scenario)
+            customer = tools.customer()
+            home, previous = customer["tax_jurisdiction"], customer["previous_tax_jurisdiction"]
+            victims = set(reveal_truth(scenario).overcharges)
+            mine = [tools.invoice(i["invoice_id"]) for i in tools.invoices()]
+            seen = {inv["tax"]["jurisdiction"] for inv in mine}
+            assert seen <= {home, previous}
+            wrong = {tools.invoice(v)["tax"]["jurisdiction"] for v in victims}
+            if wrong != {home}:  # not the outdated form (no neighbour taxes higher)
+                assert wrong == {previous}
+                rightly = [i for i in mine if i["invoice_id"] not in victims]
+                assert any(i["tax"]["jurisdiction"] == previous for i in rightly)
+
+
 def test_wrong_tax_rate_l3_inspects_an_invoice_taxed_correctly_after_a_rate_change() -> None:
     for scenario in scenarios("wrong_tax_rate", "L3"):
         tools = Tools(scenario)
