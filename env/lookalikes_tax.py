@@ -16,16 +16,33 @@ each world (the builder's main stream) as it was.
 
 from __future__ import annotations
 
+import json
 import random
 from datetime import date
-from typing import TYPE_CHECKING, Any
+from functools import cache
+from importlib import resources
+from typing import TYPE_CHECKING, Any, Protocol
 
 from env.calendar import days
 from env.money import parse_rate
 
 if TYPE_CHECKING:
-    from env.builder import WorldBuilder
     from env.story import Story
+    from env.world import Customer, WorldDraft
+
+
+class TaxWorld(Protocol):
+    """What these look-alikes read and write of a world being built. `env.builder.WorldBuilder`
+    calls them, so they name its surface here instead of importing it (layers point down)."""
+
+    draft: WorldDraft | None
+    tax_rng: random.Random | None
+
+    @property
+    def customer(self) -> Customer: ...
+
+    def new_id(self, prefix: str, length: int = 6, rng: random.Random | None = None) -> str: ...
+
 
 MOVE_RATE = 0.85  # customers with a jurisdiction change on record (where a neighbour exists)
 HIGHER_RATE_MOVE = 0.7  # moves from a neighbour whose rate is above the customer's own
@@ -36,7 +53,7 @@ EXTRA_CERTIFICATE_RATE = 1.0  # of customers the builder gave none: all, as the 
 KEEP_WINDOW_RATE = 0.5  # tax-rate stories: a covering certificate applies elsewhere, not lapsed
 
 
-def side_rng(b: WorldBuilder) -> random.Random:
+def side_rng(b: TaxWorld) -> random.Random:
     """The look-alikes' own stream, seeded by the customer id (a string seed is hashed with
     SHA-512 by `random`: stable across runs, unlike `hash()`)."""
     if b.tax_rng is None:
@@ -44,13 +61,13 @@ def side_rng(b: WorldBuilder) -> random.Random:
     return b.tax_rng
 
 
+@cache
 def _locales() -> list[dict[str, Any]]:
-    from env.builder import data  # the builder imports this module
+    text = resources.files("env").joinpath("data/locales.json").read_text("utf-8")
+    return list(json.loads(text))
 
-    return list(data("locales.json"))
 
-
-def neighbours(b: WorldBuilder) -> list[str]:
+def neighbours(b: TaxWorld) -> list[str]:
     """Jurisdictions a customer could have moved from without changing currency: same country
     first (US states, Canadian provinces), else the same currency (the euro area)."""
     own = b.customer
@@ -66,7 +83,7 @@ def _rates_of(jurisdiction: str) -> list[str]:
     return next(loc["rates"] for loc in _locales() if loc["jurisdiction"] == jurisdiction)
 
 
-def maybe_move(b: WorldBuilder) -> None:
+def maybe_move(b: TaxWorld) -> None:
     """Draws a previous jurisdiction (its day is placed with the first story, `place_move`) and
     makes sure the rate table holds its rate: one flat row, like every other jurisdiction's."""
     assert b.draft is not None
@@ -87,7 +104,7 @@ def maybe_move(b: WorldBuilder) -> None:
         b.draft.tax_rates.sort()
 
 
-def place_move(b: WorldBuilder, story: Story) -> None:
+def place_move(b: TaxWorld, story: Story) -> None:
     """The move's day: a few days before one of the main story's invoices (so earlier ones are
     taxed in the old jurisdiction), or before the story began. Never within two days of an
     issue day, so a UTC reading of an issue date falls on the same side."""
@@ -107,7 +124,7 @@ def place_move(b: WorldBuilder, story: Story) -> None:
     c.jurisdiction_since = since.isoformat()
 
 
-def move_before(b: WorldBuilder, day: date) -> None:
+def move_before(b: TaxWorld, day: date) -> None:
     """Where a story compares tax from `day` on, the move (if any) took effect before it, so
     those invoices are taxed in the current jurisdiction (earlier ones may still be in the old)."""
     c = b.customer
@@ -117,7 +134,7 @@ def move_before(b: WorldBuilder, day: date) -> None:
         c.jurisdiction_since = (day - days(side_rng(b).randint(3, 40))).isoformat()
 
 
-def move_between(b: WorldBuilder, before: date, day: date) -> None:
+def move_between(b: TaxWorld, before: date, day: date) -> None:
     """The move took effect between two issue days, a few days before `day` (earlier invoices
     rightly taxed in the old jurisdiction): where a bill kept the old one after it, its rate is
     one the customer's own invoices show (`wrong_tax_rate`). Else as `move_before`."""
@@ -129,14 +146,14 @@ def move_between(b: WorldBuilder, before: date, day: date) -> None:
     c.jurisdiction_since = (day - days(side_rng(b).randint(3, min(20, gap - 3)))).isoformat()
 
 
-def keep_jurisdiction(b: WorldBuilder, first: date, second: date) -> None:
+def keep_jurisdiction(b: TaxWorld, first: date, second: date) -> None:
     """Two invoices compared for a price (no_error look-alikes): no move between them."""
     since = b.customer.jurisdiction_since
     if since is not None and first.isoformat() < since <= second.isoformat():
         move_before(b, first)
 
 
-def certificate_jurisdiction(b: WorldBuilder) -> str:
+def certificate_jurisdiction(b: TaxWorld) -> str:
     """Where a background certificate applies: mostly the customer's own jurisdiction; after a
     move often the old one; sometimes a neighbour's (a registration elsewhere)."""
     c = b.customer
@@ -148,13 +165,13 @@ def certificate_jurisdiction(b: WorldBuilder) -> str:
     return c.tax_jurisdiction
 
 
-def certificate_elsewhere(b: WorldBuilder) -> list[str]:
+def certificate_elsewhere(b: TaxWorld) -> list[str]:
     """Jurisdictions a certificate may have been issued for instead of the customer's own."""
     previous = b.customer.previous_jurisdiction
     return sorted({*neighbours(b), *([previous] if previous else [])})
 
 
-def certificate_applies_elsewhere(b: WorldBuilder) -> bool:
+def certificate_applies_elsewhere(b: TaxWorld) -> bool:
     """Tax-rate stories (`lapse_certificate_before`): sometimes a certificate covering the
     compared invoices was issued for another jurisdiction, instead of lapsing before them."""
     elsewhere = certificate_elsewhere(b)
@@ -164,7 +181,7 @@ def certificate_applies_elsewhere(b: WorldBuilder) -> bool:
     return True
 
 
-def extra_certificate(b: WorldBuilder) -> None:
+def extra_certificate(b: TaxWorld) -> None:
     """A certificate for the customers the builder's own draw left without one, drawn
     like the builder's (any window), so that holding one says little about the class."""
     rng = side_rng(b)

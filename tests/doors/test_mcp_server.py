@@ -28,12 +28,23 @@ from mcp_types import CallToolResult
 from doors.mcp_server import NO_SESSION_ERROR
 from env.generator import generate
 from env.ledger_env import LedgerEnv
-from env.scenario import reveal_truth
+from env.scenario import Scenario, reveal_truth
+from env.splits import split_seeds
 from tests.doors.vf_eval import ROOT
 
-SCENARIO = "eval-100000"  # trial_period_charged: one affected invoice, one credit note
+
+def _one_affected_invoice() -> Scenario:
+    """The first eval scenario that owes exactly one invoice (one credit note to draft)."""
+    for seed in split_seeds("eval"):
+        scenario = generate("eval", seed)
+        if len(reveal_truth(scenario).overcharges) == 1:
+            return scenario
+    raise AssertionError("no eval scenario owes exactly one invoice")
+
+
+_PLAYED = _one_affected_invoice()
+SCENARIO = _PLAYED.scenario_id
 SERVER = [sys.executable, "-m", "doors.mcp_server", "--scenario", SCENARIO]
-_PLAYED = generate("eval", 100000)
 CUSTOMER = _PLAYED.customer_id
 ((AFFECTED, OWED_CENTS),) = reveal_truth(_PLAYED).overcharges.items()
 OWED = f"{OWED_CENTS // 100}.{OWED_CENTS % 100:02d}"
@@ -89,7 +100,7 @@ def _json(result: CallToolResult, block: int = 0) -> dict[str, Any]:
 
 async def _play_reference(client: Client) -> CallToolResult:
     result = None
-    for step in reveal_truth(generate("eval", 100000)).reference:
+    for step in reveal_truth(_PLAYED).reference:
         result = await client.call_tool(step.name, step.arguments)
     assert result is not None
     return result
@@ -140,7 +151,7 @@ def test_the_reference_solution_is_graded_a_grounded_success_with_full_marks(tra
 
 @TRANSPORTS
 def test_a_malformed_call_gets_ledger_envs_error_result_and_the_session_goes_on(transport):
-    expected = LedgerEnv(generate("eval", 100000)).call("get_invoice", '{"invoice_id": 5}')
+    expected = LedgerEnv(_PLAYED).call("get_invoice", '{"invoice_id": 5}')
 
     async def body(connect: Connect) -> None:
         async with connect() as client:

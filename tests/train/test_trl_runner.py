@@ -20,7 +20,7 @@ pytest.importorskip("peft")
 from agent.tiny_model import build_tiny_model
 from env.generator import generate
 from env.ledger_env import LedgerEnv
-from env.scenario import Scenario, Truth, reveal_truth
+from env.scenario import Scenario, ToolCall, Truth, reveal_truth
 from env.splits import split_seeds
 from env.tools import TOOL_NAMES, BillingTools
 from rewards.reward import RewardConfig
@@ -213,6 +213,12 @@ def test_fitted_reference_drops_read_calls_but_keeps_the_credit_and_the_submissi
     def chars(messages: list[dict[str, Any]]) -> int:
         return sum(len(str(m.get("content"))) + len(str(m.get("tool_calls"))) for m in messages)
 
+    # fitted_reference drops the prose summary first (`_terse`): measure the cut from there
+    terse = [
+        ToolCall(c.name, {**c.arguments, "summary": ""}) if c.name == "submit_findings" else c
+        for c in reference
+    ]
+    full, _ = replay(scenario, terse, 30, RewardConfig())
     example = fitted_reference(
         scenario,
         max_tokens=chars(full) - 400,
@@ -319,7 +325,7 @@ def test_a_short_real_run_writes_metrics_curve_adapter_and_summary(tmp_path: Pat
         steps=3,
         sft_steps=3,
         eval_scenarios=1,
-        train_scenarios=4,
+        train_scenarios=8,  # enough groups that one differs in reward (a gradient to apply)
         model_cache=tmp_path / "cache",
     )
     out = tmp_path / "out"
