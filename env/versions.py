@@ -45,11 +45,19 @@ _GENERATION_FILES = (
 )
 
 
+def generation_sources() -> list[Path]:
+    """The Python files that decide a scenario's bytes: the named ones, every fault builder and
+    every look-alike module (`tests/env/test_determinism.py` checks nothing the generator imports
+    is missing)."""
+    files = [_ENV_DIR / name for name in _GENERATION_FILES]
+    files += list((_ENV_DIR / "faults").glob("*.py"))
+    return files + list(_ENV_DIR.glob("lookalikes_*.py"))
+
+
 @cache
 def generator_hash() -> str:
     digest = hashlib.sha256(GENERATOR_VERSION.encode())
-    files = [_ENV_DIR / name for name in _GENERATION_FILES]
-    files += list((_ENV_DIR / "faults").glob("*.py"))
+    files = generation_sources()
     files += [p for p in (_ENV_DIR / "data").rglob("*") if p.is_file()]
     for path in sorted(files, key=lambda p: p.relative_to(_ENV_DIR).as_posix()):
         if path.name == "manifest.json":

@@ -123,3 +123,22 @@ def test_the_name_pools_do_not_overlap() -> None:
     for kind in ("first", "last"):
         names = [set(pool[kind]) for pool in POOLS.values()]
         assert sum(len(n) for n in names) == len(set().union(*names)), kind
+
+
+def test_the_generator_hash_covers_every_env_module_the_generator_imports() -> None:
+    """A scenario's bytes come from the modules `env.generator` imports; a result stamped with
+    the generator hash must change when any of them does (`env.versions.generation_sources`)."""
+    code = (
+        "import sys, env.generator; "
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith('env.'))))"
+    )
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True
+    ).stdout.split()
+    from env.versions import generation_sources
+
+    hashed = {p.relative_to(root / "env").with_suffix("").as_posix() for p in generation_sources()}
+    imported = {m.removeprefix("env.").replace(".", "/") for m in out}
+    imported -= {"faults", "__init__"}
+    assert imported <= hashed, sorted(imported - hashed)
