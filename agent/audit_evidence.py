@@ -29,6 +29,12 @@ class Candidate:
     # nowhere but in the recompute's own echo (a weekend's Friday rate date)
     credited: int = 0  # already returned by earlier credit notes: netted from the difference
 
+    def owed(self, difference: int | None) -> int | None:
+        """What a recompute's `difference` leaves owed after earlier credits; None if nothing."""
+        if difference is None or difference - self.credited <= 0:
+            return None
+        return difference - self.credited
+
 
 @dataclass(frozen=True)
 class Event:

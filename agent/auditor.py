@@ -135,10 +135,9 @@ class _Audit:
         result = yield from self.ask(
             "recompute_invoice", invoice_id=candidate.invoice_id, **candidate.overrides
         )
-        difference = cents(result.get("difference"))
-        if difference is None or difference - candidate.credited <= 0:
+        difference = candidate.owed(cents(result.get("difference")))
+        if difference is None:
             return []
-        difference -= candidate.credited
         shown = candidate.shown or ", ".join(f"{k}={v}" for k, v in candidate.overrides.items())
         note = (
             f"{candidate.note}; recompute_invoice with {shown} totals {result.get('total')} "

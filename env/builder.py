@@ -53,6 +53,9 @@ def data(name: str) -> Any:
     return json.loads(resources.files("env").joinpath(f"data/{name}").read_text("utf-8"))
 
 
+FX_BAND_BP = 400  # a day's rate lies within +-4 % of its currency's base (basis points)
+
+
 class WorldBuilder:
     def __init__(
         self, rng: random.Random, *, name_pool: str, difficulty: str, label: str = ""
@@ -248,8 +251,8 @@ class WorldBuilder:
         day = fx_day(day)  # no rate is published on a weekend
         key = day.isoformat()
         if key not in self.fx:
-            base = parse_rate(data("catalog.json")["fx_base"][currency])
-            wobble = Fraction(self.rng.randrange(-400, 401), 10000)  # +-4 %, 4 decimals
+            base = self.fx_base()
+            wobble = Fraction(self.rng.randrange(-FX_BAND_BP, FX_BAND_BP + 1), 10000)
             rate = (base * (1 + wobble)).limit_denominator(10000)
             rate = Fraction(round(rate * 10000), 10000)
             self.fx[key] = format_rate(rate)
@@ -257,6 +260,10 @@ class WorldBuilder:
             self.draft.fx_rates.append((key, "USD", currency, self.fx[key]))
             self.draft.fx_rates.sort()
         return parse_rate(self.fx[key])
+
+    def fx_base(self) -> Fraction:
+        """The customer's currency's base rate per USD, around which every day's rate lies."""
+        return parse_rate(data("catalog.json")["fx_base"][self.customer.currency])
 
     def put_fx(self, day: date, rate: Fraction) -> None:
         """Records a USD rate for `day` (4 decimals) before anything asks `fx_on` for it."""

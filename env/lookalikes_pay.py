@@ -16,13 +16,13 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from env.builder import WorldBuilder
+from env.builder import FX_BAND_BP, WorldBuilder
 from env.changes import earlier_credit
 from env.world import Invoice, Payment
 
 CREDITED_SECOND_CHARGE_RATE = 0.35  # of L2/L3 scenarios: a second charge returned as a credit
 PARTIAL_SHARE = 0.5  # of those, a second charge for part of the total (the fault's partial form)
-FX_BAND = Fraction(400, 10000)  # `WorldBuilder.fx_on` draws rates within +-4 % of the base
+FX_BAND = Fraction(FX_BAND_BP, 10000)  # `WorldBuilder.fx_on` draws rates within it
 
 
 def credited_second_charge(b: WorldBuilder, safe: list[Invoice]) -> Invoice | None:
@@ -37,7 +37,6 @@ def credited_second_charge(b: WorldBuilder, safe: list[Invoice]) -> Invoice | No
         inv
         for inv in safe
         if not any(p.invoice_id == inv.id and p.status == "refunded" for p in draft.payments)
-        and not any(n.invoice_id == inv.id for n in draft.credit_notes)
     ]
     if not plain:
         return None

@@ -18,10 +18,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from env.builder import WorldBuilder, data
+from env.builder import WorldBuilder
 from env.calendar import fx_day
 from env.lookalikes_pay import fx_high_rate
-from env.money import parse_rate
 from env.story import Story
 
 SEAT_STEPS = (1, 2, 3, 5)  # seats added or removed by one change, in every class
@@ -83,5 +82,4 @@ def high_fx_day(b: WorldBuilder, story: Story) -> None:
         return
     day = fx_day(story.period(b.rng.randrange(story.periods))[0])
     if day.isoformat() not in b.fx:
-        base = parse_rate(data("catalog.json")["fx_base"][b.customer.currency])
-        b.put_fx(day, fx_high_rate(b, base))
+        b.put_fx(day, fx_high_rate(b, b.fx_base()))

@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo
 
 from env.background import PERCENTS, amount_off, decorate_main
 from env.billing import compute_invoice
-from env.builder import WorldBuilder, data
+from env.builder import WorldBuilder
 from env.calendar import days, fx_day
 from env.faults.base import FaultOutcome, recompute
 from env.faults.common import (
@@ -301,7 +301,7 @@ def currency_conversion_error(b: WorldBuilder) -> FaultOutcome:
     starts = period_starts(story)
     n = len(starts)
     currency = b.customer.currency
-    base = parse_rate(data("catalog.json")["fx_base"][currency])
+    base = b.fx_base()
     jump: int | None = None
     if b.difficulty == "L3" or (b.difficulty == "L2" and b.rng.random() < 0.5):
         jump = b.rng.randrange(n)  # a real rate at the top of the band: billed correctly
@@ -407,7 +407,7 @@ def _wrong_day(b: WorldBuilder, invoice: Invoice) -> tuple[date, Fraction]:
     # about 1 % above the right rate, inside the table's usual band where it has room (a rate
     # above the band every class's table keeps would give the class away, design §1.2)
     right = invoice.billed.fx_rate
-    high = fx_band_top(parse_rate(data("catalog.json")["fx_base"][b.customer.currency]))
+    high = fx_band_top(b.fx_base())
     low = min(right * Fraction(101, 100), high)
     rate = low + (high - low) * Fraction(b.rng.randint(0, 100), 100)
     if not _overcharges(invoice, Fraction(round(rate * 10000), 10000), day):

@@ -77,10 +77,9 @@ def _confirm(desk: Desk, candidate: Candidate) -> None:
     if desk.left < 3:  # this recompute, a credit note, the report
         return
     result = ask(desk, "recompute_invoice", invoice_id=candidate.invoice_id, **candidate.overrides)
-    difference = cents(result.get("difference"))
-    if difference is None or difference - candidate.credited <= 0:  # an earlier credit note
-        return  # may already have returned it (a trial extended after its first charge)
-    difference -= candidate.credited
+    difference = candidate.owed(cents(result.get("difference")))  # net of earlier credits
+    if difference is None:
+        return
     # "seats 31", not "seats=31": a number glued to a word is not traceable as that number
     shown = candidate.shown or ", ".join(f"{k} {v}" for k, v in candidate.overrides.items())
     note = (
