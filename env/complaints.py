@@ -239,8 +239,8 @@ def render_complaint(
     parts = [b.pick(t["greetings"]), body.format(**slots)]
     claimed: list[str] = []
     traps: list[str] = []
-    if b.rng.random() < CLAIM_RATE[b.difficulty]:
-        total = named.billed_amounts().total_cents
+    total = named.billed_amounts().total_cents
+    if b.rng.random() < CLAIM_RATE[b.difficulty] and total > 0:  # no claim on a zero invoice
         wrong = [c for c in (total, total // 2 + 1) if c != overcharges.get(named.id)]
         claimed.append(format_cents(b.pick(wrong) if wrong else total + 100))
         parts.append(b.pick(t["claims"]).format(claimed=claimed[-1], currency=slots["currency"]))

@@ -73,13 +73,13 @@ def seat_cuts(story: Story) -> bool:
 
 
 def high_fx_day(b: WorldBuilder, story: Story) -> None:
-    """A real rate at the top of the band on one of the main story's period starts, at
+    """A real rate at the top of the band on one of the main story's issue days, at
     `currency_conversion_error`'s own rate for its correctly billed jump (that class draws its
     own, so it skips this one): the invoice of that period records it, billed correctly."""
     if b.customer.currency == "USD" or b.label == "currency_conversion_error":
         return
     if b.rng.random() >= HIGH_FX_RATE[b.difficulty]:
         return
-    day = fx_day(story.period(b.rng.randrange(story.periods))[0])
+    day = fx_day(story.issue_day(b.rng.randrange(story.periods)))  # the day its invoice converts
     if day.isoformat() not in b.fx:
         b.put_fx(day, fx_high_rate(b, b.fx_base()))

@@ -90,7 +90,8 @@ class Lookups:
         rows = self.connection.execute(
             "SELECT id, subscription_id, period_start, period_end, issued_at, currency, "
             "total_cents, status FROM invoices WHERE customer_id = ? AND period_start >= ? "
-            "AND period_start <= ? AND (? IS NULL OR status = ?) ORDER BY period_start, id",
+            "AND period_start <= ? AND (? IS NULL OR status = ?) "
+            "ORDER BY period_start, issued_at, id",  # a zero trial invoice before its charge
             (customer_id, low, high, status, status),
         )
         return {
