@@ -359,7 +359,7 @@ def _trial_story(
     options = [p for p in plans.values() if p.trial_days]
     plan = b.pick([p for p in options if bool(p.overage_unit_price_cents) == metered] or options)
     if b.difficulty == "L1":
-        periods = whole + 1 + b.rng.randint(0, 1) if extended else b.rng.randint(1, 3)
+        periods = whole + 1 + b.rng.randint(0, 1) if extended else periods_for(b)
     else:
         periods = max(periods_for(b), whole + 2)
     story = b.make_story(plan, seats=seats_for(b, plan), periods=periods)
