@@ -331,7 +331,7 @@ def trial_period_charged(b: WorldBuilder) -> FaultOutcome:
         story=story,
         focus=focus,
         evidence=evidence,
-        summary=_trial_summary(story, ended, victims, trial_end, length, signup if extended else 0),
+        summary=_trial_summary(story, ended, victims, trial_end, length, extended),
         slots={
             "invoice_id": victims[0].id,
             "trial_days": str(length),
@@ -437,16 +437,17 @@ def _trial_summary(
     victims: list[Invoice],
     trial_end: date,
     length: int,
-    kept: int,
+    extended: bool,
 ) -> str:
     currency = victims[0].billed.currency
-    if kept:  # an extension past the first period, billing kept the trial's `kept` days
+    if extended:  # past the first period; billing kept the trial's earlier end
         inside, last = victims[:-1], victims[-1]
         totals = [f"{format_cents(inv.billed_amounts().total_cents)} on {inv.id}" for inv in inside]
         return (
             f"{story.sub.id} had an extended {length}-day free trial ending at "
             f"{ended.occurred_at} (first charged day {trial_end.isoformat()} local), but "
-            f"billing kept its earlier {kept} days: the period of "
+            f"billing kept its earlier end and charged from "
+            f"{inside[0].billed.proration_start}: the period of "
             f"{join_words([inv.id for inv in inside])} lay wholly inside the trial (recomputed "
             f"with proration_start {trial_end.isoformat()} it comes to 0.00; totals "
             f"{join_words(totals)} {currency} credited in full), and {last.id} charged its "
