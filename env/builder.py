@@ -38,7 +38,7 @@ CERTIFICATE_RATE = 0.8  # customers with an exemption certificate outside tax_ex
 # (env.lookalikes_tax adds one to the rest, from its own stream: every customer, as in
 # tax_exempt_charged, holds one)
 MAIN_TRIAL_RATE = 0.9  # main subscriptions that start with their plan's free trial
-EXTENDED_TRIAL_RATE = 0.4  # of those, trials support extended (they still end in period 0)
+EXTENDED_TRIAL_RATE = 0.6  # of those, trials support extended (they still end in period 0)
 SHORT_EXTENSION = 3  # at most 3 + this - 1 days more where the first period must hold a change
 ZERO_ALLOWANCE_RATE = 0.2  # Growth plans with no included units (pay as you go)
 FAILED_ATTEMPT_RATE = 0.12  # a declined first attempt and a successful retry

@@ -10,7 +10,7 @@ from __future__ import annotations
 from env.background import decorate_payments, decorate_second
 from env.builder import WorldBuilder
 from env.faults.base import FaultOutcome
-from env.lookalikes_life import charge_before_extension, settle_main_trial
+from env.lookalikes_life import charge_before_extension, settle_main_trial, signup_zero
 
 THIRD_RATE = {"L1": 0.0, "L2": 0.2, "L3": 0.45}  # a third subscription, as some faults have
 
@@ -32,4 +32,6 @@ def add_decoys(b: WorldBuilder, outcome: FaultOutcome) -> None:
         if b.rng.random() < THIRD_RATE[b.difficulty]:  # counts of a feature must not tell either
             third = decorate_second(b, plans)[0]
             charge_before_extension(b, third, b.bill(third))
+    for story in b.stories:  # trials extended after signup, in every class
+        signup_zero(b, story)
     decorate_payments(b, list(outcome.focus))

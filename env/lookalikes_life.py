@@ -208,3 +208,31 @@ def settle_main_trial(b: WorldBuilder, story: Story, keep: str) -> None:
                 extended=True,
             )
     story.trial_end_before = None
+
+
+LATE_SHARE = 0.5  # of trials longer than the plan's: extended after signup, not at it
+
+
+def zero_covers(b: WorldBuilder, story: Story, end: date) -> date:
+    """The last day the trial's zero invoice covers, for a trial that ran to `end` (before any
+    extension billing missed): the plan's standard days where support granted the extra days
+    after signup (the zero invoice is issued at signup and not reissued), else `end`. Drawn
+    the same way in every class: the fault's zero invoice is the same record."""
+    standard = story.period(0)[0] + days(story.plan.trial_days)
+    if end > standard and b.rng.random() < LATE_SHARE:
+        return standard
+    return end
+
+
+def signup_zero(b: WorldBuilder, story: Story) -> None:
+    """After billing: an extended trial (one `trial_ended`, the zero invoice covering it all)
+    maybe extended after signup, so its zero invoice covers the standard days only. The zero
+    invoice stays 0.00 and correct; the first paid invoice still charges from the trial end."""
+    zero, end = story.trial_invoice, story.trial_end
+    ended = [e for e in story.sub.events if e.type == "trial_ended"]
+    if zero is None or end is None or len(ended) != 1 or zero.billed.period_end != end:
+        return
+    covered = zero_covers(b, story, end)
+    if covered != end:
+        shorter = replace(zero.billed, period_end=covered, proration_start=covered)
+        zero.billed = zero.correct = shorter

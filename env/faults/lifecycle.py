@@ -15,7 +15,7 @@ from typing import Any
 
 from env.background import decorate_main
 from env.billing import BillingInputs
-from env.builder import WorldBuilder
+from env.builder import EXTENDED_TRIAL_RATE, WorldBuilder
 from env.calendar import days, local_to_utc
 from env.faults.base import FaultOutcome, call, recompute
 from env.faults.common import (
@@ -27,7 +27,7 @@ from env.faults.common import (
     seats_for,
 )
 from env.faults.plan_changes import day_inside, record_event
-from env.lookalikes_life import charge_before_extension, extend_later
+from env.lookalikes_life import charge_before_extension, extend_later, zero_covers
 from env.lookalikes_values import fault_seat_cut, seat_step
 from env.money import format_cents
 from env.story import Story
@@ -46,9 +46,9 @@ SEAT_VARIANTS_DRAWN = (
 SEAT_DECOY_RATE = 0.15
 CANCEL_VARIANTS = ("next_period_billed", "kept_billing", "cancel_at_date")
 TRIAL_VARIANTS = ("trial_days_charged", "trial_shortened", "extended_trial")
-# trials support extended inside the first period, in the variants whose trial may be any
-# length: with the extended_trial variant about as many extended trials as elsewhere
-EXTENDED_RATE = 0.0
+# the trial as granted at signup: the plan's standard days, or (as on every main subscription,
+# `WorldBuilder.main_trial`) a few more; the fault's later extension comes on top of it
+EXTENDED_RATE = EXTENDED_TRIAL_RATE
 CANCEL_REASONS = ("too_expensive", "switched_provider", "project_ended", "missing_features")
 
 
@@ -298,7 +298,7 @@ def trial_period_charged(b: WorldBuilder) -> FaultOutcome:
     variant = b.pick(TRIAL_VARIANTS if b.difficulty == "L1" else TRIAL_VARIANTS[1:])
     extended = variant == "extended_trial"
     retro = variant == "trial_shortened" and b.difficulty != "L1"
-    story, whole, ended = _trial_story(b, plans, extended, retro)
+    story, whole, ended, signup = _trial_story(b, plans, extended, retro)
     if retro:  # extended after it first ended, billing kept the old end (L1: charged early)
         later = extend_later(b, story, same_period=True)
         assert later is not None
@@ -312,7 +312,7 @@ def trial_period_charged(b: WorldBuilder) -> FaultOutcome:
         invoices = charge_before_extension(b, story, invoices, credited=False)
         victims = invoices[:1]
     elif extended:  # billing kept the standard trial: see `_ignored_extension`
-        victims = _ignored_extension(b, story, whole, invoices)
+        victims = _ignored_extension(b, story, whole, invoices, signup)
         invoices = invoices[1:]
     else:
         victims = invoices[:1]
@@ -344,8 +344,9 @@ def trial_period_charged(b: WorldBuilder) -> FaultOutcome:
 
 def _trial_story(
     b: WorldBuilder, plans: dict[str, Plan], extended: bool, retro: bool
-) -> tuple[Story, int, Event]:
-    """The main subscription and its trial: (story, periods wholly inside it, trial_ended).
+) -> tuple[Story, int, Event, int]:
+    """The main subscription and its trial: (story, periods wholly inside it, trial_ended,
+    the trial's days as granted before the extension billing missed).
 
     An extended trial runs past the first period (at L1 sometimes the second) and ends inside
     the next one. Metered plans as often as elsewhere, but not with two periods inside the
@@ -358,7 +359,7 @@ def _trial_story(
     options = [p for p in plans.values() if p.trial_days]
     plan = b.pick([p for p in options if bool(p.overage_unit_price_cents) == metered] or options)
     if b.difficulty == "L1":
-        periods = whole + 1 + b.rng.randint(0, 1) if extended else b.rng.randint(1, 3)
+        periods = whole + 1 + b.rng.randint(0, 1) if extended else periods_for(b)
     else:
         periods = max(periods_for(b), whole + 2)
     story = b.make_story(plan, seats=seats_for(b, plan), periods=periods)
@@ -370,14 +371,16 @@ def _trial_story(
         details: dict[str, Any] = {"trial_days": length}
         if length != plan.trial_days:
             details.update(standard_trial_days=plan.trial_days, extended=True)
-        return story, whole, start_trial(b, story, story.anchor + days(length), details)
+        ended = start_trial(b, story, story.anchor + days(length), details)
+        return story, whole, ended, length
+    signup = b.trial_length(plan, rate=EXTENDED_RATE)  # then extended past the first period
     trial_end = day_inside(b, story, whole, head=3, tail=5)
     details = {
         "trial_days": (trial_end - story.anchor).days,
         "standard_trial_days": plan.trial_days,
         "extended": True,
     }
-    return story, whole, start_trial(b, story, trial_end, details)
+    return story, whole, start_trial(b, story, trial_end, details), signup
 
 
 def _billed_trial_start(
@@ -390,23 +393,26 @@ def _billed_trial_start(
 
 
 def _ignored_extension(
-    b: WorldBuilder, story: Story, whole: int, invoices: list[Invoice]
+    b: WorldBuilder, story: Story, whole: int, invoices: list[Invoice], signup: int
 ) -> list[Invoice]:
-    """Billing kept the plan's standard trial although support extended it past the first
-    period: its zero invoice covers the standard days, period 0 is charged from their end
-    (issued then), a second period inside the trial in full, and the period the extended trial
-    ends in in full. Every recorded value is one a standard trial produces (design §1.2); only
-    the timeline's trial_ended shows what was due."""
+    """Billing kept the trial as it stood before support extended it past the first period
+    (`signup` days: the standard ones or a few more): its zero invoice covers those days (or,
+    as for every trial extended after signup, the standard ones: `zero_covers`), period 0 is
+    charged from their end (issued then), a second period inside the trial in full, and the
+    period the extended trial ends in in full. Every
+    recorded value is one a trial that ended then produces (design §1.2); only the timeline's
+    trial_ended shows what was due."""
     assert story.trial_invoice is not None
     start = story.period(0)[0]
-    standard = start + days(story.plan.trial_days)
-    zero = replace(story.trial_invoice.billed, period_end=standard, proration_start=standard)
+    kept = start + days(signup)
+    covered = zero_covers(b, story, kept)
+    zero = replace(story.trial_invoice.billed, period_end=covered, proration_start=covered)
     story.trial_invoice.billed = story.trial_invoice.correct = zero  # 0.00 either way
     victims = []
     for k in range(whole):
-        day = standard if k == 0 else story.period(k)[0]
+        day = kept if k == 0 else story.period(k)[0]
         inputs = replace(story.inputs(k, b), **b.rates_on(day))
-        inputs = replace(inputs, proration_start=standard if k == 0 else None)
+        inputs = replace(inputs, proration_start=kept if k == 0 else None)
         victims.append(_unwarranted_on(b, story, inputs, day))
     b.rebill(invoices[0], proration_start=None)  # the trial's last days charged as well
     return [*victims, invoices[0]]
@@ -434,13 +440,14 @@ def _trial_summary(
     extended: bool,
 ) -> str:
     currency = victims[0].billed.currency
-    if extended:
+    if extended:  # past the first period; billing kept the trial's earlier end
         inside, last = victims[:-1], victims[-1]
         totals = [f"{format_cents(inv.billed_amounts().total_cents)} on {inv.id}" for inv in inside]
         return (
             f"{story.sub.id} had an extended {length}-day free trial ending at "
             f"{ended.occurred_at} (first charged day {trial_end.isoformat()} local), but "
-            f"billing kept the standard {story.plan.trial_days} days: the period of "
+            f"billing kept its earlier end and charged from "
+            f"{inside[0].billed.proration_start}: the period of "
             f"{join_words([inv.id for inv in inside])} lay wholly inside the trial (recomputed "
             f"with proration_start {trial_end.isoformat()} it comes to 0.00; totals "
             f"{join_words(totals)} {currency} credited in full), and {last.id} charged its "
