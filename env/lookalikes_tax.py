@@ -231,7 +231,12 @@ def certificate_gap(b: TaxWorld, story: Story) -> None:
     (`tax_covered`) and misses a drawn run beside them, if one fits."""
     if b.customer.exemption is None:
         return
-    certificate_off(b, b.tax_compared or _run(b, story), keep=b.tax_covered)
+    compared = b.tax_compared or _run(b, story)
+    for _ in range(4 if b.tax_covered else 0):  # a run beside the kept days
+        if not any(min(compared) - days(2) <= d <= max(compared) + days(2) for d in b.tax_covered):
+            break
+        compared = _run(b, story)
+    certificate_off(b, compared, keep=b.tax_covered)
 
 
 def _run(b: TaxWorld, story: Story) -> list[date]:

@@ -357,9 +357,12 @@ def tax_exempt_charged(b: WorldBuilder) -> FaultOutcome:
     else:
         valid_from = starts[0] - days(b.rng.randint(5, 200))
     last = n - 1  # last period inside the window
-    if b.difficulty == "L3" and first < n - 1 and b.rng.random() < 0.5:
-        last = b.rng.randint(first, n - 2)  # the certificate lapsed before the last period(s)
-        valid_until = _lapse_day(b, starts[last], starts[last + 1])
+    # the certificate lapsed before the last period(s), between an issue day and the next
+    # period's start with room for an expiry (after a trial the first issue day is its end)
+    lapsed = [k for k in range(first, n - 1) if (starts[k + 1] - story.issue_day(k)).days >= 5]
+    if b.difficulty != "L1" and lapsed and b.rng.random() < 0.5:
+        last = b.pick(lapsed)
+        valid_until = _lapse_day(b, story.issue_day(last), starts[last + 1])
         traps.append("taxed_after_certificate_expired")
     else:
         valid_until = date(max(starts[-1].year, valid_from.year + 1) + b.rng.randint(0, 2), 12, 31)
