@@ -15,6 +15,7 @@ from __future__ import annotations
 import unicodedata
 from datetime import date, time, timedelta
 
+from env import lookalikes_tax
 from env.builder import WorldBuilder, data
 from env.calendar import days, local_to_utc, utc_to_local_date
 from env.changes import earlier_credit, immediate_swap, late_days
@@ -170,6 +171,7 @@ def decorate_main(b: WorldBuilder, story: Story, skip: tuple[str, ...] = ()) -> 
     own structure would be the only structure in the scenario. A kind the story already has
     (from its fault or look-alike) is not added again."""
     assert b.draft is not None
+    lookalikes_tax.certificate_gap(b, story)  # before anything is billed
     high_fx_day(b, story)  # a rate at the top of the usual band, as the fx fault's jump
     first_paid = 1 if story.trial_end is not None else 0
     if story.coupon is None and first_paid < story.periods and _main_draw(b, "coupon", skip):

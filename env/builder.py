@@ -71,6 +71,8 @@ class WorldBuilder:
         self.fx: dict[str, str] = {}
         self.stories: list[Story] = []  # every subscription's story, the main one first
         self.tax_rng: random.Random | None = None  # env.lookalikes_tax's side stream
+        self.tax_compared: list[date] = []  # issue days a tax-rate story compares (taxed)
+        self.tax_covered: list[date] = []  # issue days tax_exempt_charged's certificate covers
 
     # identities -------------------------------------------------------------------------
     def new_id(self, prefix: str, length: int = 6, rng: random.Random | None = None) -> str:
@@ -95,6 +97,8 @@ class WorldBuilder:
             locales = [loc for loc in locales if loc["currency"] == currency]
         elif usd is not None:
             locales = [loc for loc in locales if (loc["currency"] == "USD") == usd]
+        if self.difficulty != "L1":  # every class alike (`lookalikes_tax.higher_neighbour`)
+            locales = [loc for loc in locales if lookalikes_tax.higher_neighbour(loc)]
         self.locale = self.pick(locales)
         pool = data("name_pools.json")[self.name_pool]
         first, last = self.pick(pool["first"]), self.pick(pool["last"])
@@ -143,8 +147,9 @@ class WorldBuilder:
 
     def _background_certificate(self) -> None:
         """Maybe an exemption certificate with any window (design §1.2: certificates occur in
-        every class); billing follows it. Tax-rate stories move its end before the invoices they
-        compare (`lapse_certificate_before`); tax_exempt_charged makes its own."""
+        every class); billing follows it. Its window misses a run of the main story's invoices,
+        in a tax-rate story those it compares (`lookalikes_tax.certificate_gap`);
+        tax_exempt_charged makes its own."""
         if self.label == "tax_exempt_charged":
             return
         if self.rng.random() >= CERTIFICATE_RATE:
@@ -156,19 +161,6 @@ class WorldBuilder:
         if self.customer.exemption is None:
             return
         self.customer.exemption_jurisdiction = lookalikes_tax.certificate_jurisdiction(self)
-
-    def lapse_certificate_before(self, day: date) -> None:
-        """Where the fault or look-alike is about the tax rate, its invoices are taxed: the
-        customer's certificate, if any, lapsed before `day` (it may cover earlier invoices), or
-        was issued for another jurisdiction (then its window stays as drawn)."""
-        cert = self.customer.exemption
-        if cert is None or cert[2] <= day.isoformat():
-            return
-        if lookalikes_tax.certificate_applies_elsewhere(self):  # it never applied here
-            return
-        end = day - days(self.rng.randint(1, 40))
-        start = end - days(self.rng.randint(60, 400))
-        self.customer.exemption = (cert[0], start.isoformat(), end.isoformat())
 
     # reference tables -------------------------------------------------------------------
     def _make_tax_history(self) -> None:
@@ -365,6 +357,7 @@ class WorldBuilder:
         self.stories.append(story)
         if len(self.stories) == 1:
             lookalikes_tax.place_move(self, story)
+            lookalikes_tax.place_rate_change(self, story)
         return story
 
     def _default_anchor(self) -> date:

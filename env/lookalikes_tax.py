@@ -37,20 +37,34 @@ class TaxWorld(Protocol):
 
     draft: WorldDraft | None
     tax_rng: random.Random | None
+    difficulty: str
+    label: str
+    tax_history: list[tuple[str, str, str | None]]
+    tax_compared: list[date]
+    tax_covered: list[date]
 
     @property
     def customer(self) -> Customer: ...
 
     def new_id(self, prefix: str, length: int = 6, rng: random.Random | None = None) -> str: ...
 
+    def set_tax_history(self, old: str, new: str, change: date) -> None: ...
 
-MOVE_RATE = 0.85  # customers with a jurisdiction change on record (where a neighbour exists)
+    def exempt_on(self, day: date) -> bool: ...
+
+
+# customers with a jurisdiction change on record (where a neighbour exists), by level: at L2/L3
+# nearly all, as `wrong_tax_rate` there always shows the old jurisdiction on some invoice
+MOVE_RATE = {"L1": 0.85, "L2": 0.95, "L3": 0.95}
 HIGHER_RATE_MOVE = 0.7  # moves from a neighbour whose rate is above the customer's own
-MOVE_INSIDE_RATE = 0.8  # of those, the move falls between two invoices of the main story
+MOVE_INSIDE_RATE = {"L1": 0.8, "L2": 0.95, "L3": 0.95}  # the move falls inside the main story
+# the customer's own rate changes between two invoices of the main story (applied correctly),
+# as `wrong_tax_rate` at L3 always shows one
+CHANGE_INSIDE_RATE = {"L1": 0.0, "L2": 0.0, "L3": 0.9}
 CERTIFICATE_PREVIOUS_RATE = 0.5  # a moved customer's certificate issued in the old jurisdiction
 CERTIFICATE_ELSEWHERE_RATE = 0.2  # other certificates issued for another jurisdiction
 EXTRA_CERTIFICATE_RATE = 1.0  # of customers the builder gave none: all, as the fault has one
-KEEP_WINDOW_RATE = 0.5  # tax-rate stories: a covering certificate applies elsewhere, not lapsed
+KEEP_WINDOW_RATE = 0.0  # tax-rate stories: a covering certificate applies elsewhere, not lapsed
 
 
 def side_rng(b: TaxWorld) -> random.Random:
@@ -71,12 +85,26 @@ def neighbours(b: TaxWorld) -> list[str]:
     """Jurisdictions a customer could have moved from without changing currency: same country
     first (US states, Canadian provinces), else the same currency (the euro area)."""
     own = b.customer
+    return _neighbours_of(own.tax_jurisdiction, own.country, own.currency)
+
+
+def _neighbours_of(jurisdiction: str, country: str, currency: str) -> list[str]:
     same_currency = [
-        loc for loc in _locales() if loc["currency"] == own.currency
-        and loc["jurisdiction"] != own.tax_jurisdiction
+        loc for loc in _locales()
+        if loc["currency"] == currency and loc["jurisdiction"] != jurisdiction
     ]  # fmt: skip
-    same_country = [loc for loc in same_currency if loc["country"] == own.country]
+    same_country = [loc for loc in same_currency if loc["country"] == country]
     return sorted({loc["jurisdiction"] for loc in same_country or same_currency})
+
+
+def higher_neighbour(locale: dict[str, Any]) -> bool:
+    """Some neighbour of the locale taxes above its lowest rate. At L2/L3 every class draws its
+    customer among these locales (`WorldBuilder.make_customer`): a tax-rate mix-up there is
+    the old jurisdiction of a move (`wrong_tax_rate`), which needs one, and the currency and
+    jurisdiction of a customer must say nothing of the class."""
+    low = min(parse_rate(r) for r in locale["rates"])
+    near = _neighbours_of(locale["jurisdiction"], locale["country"], locale["currency"])
+    return any(parse_rate(r) > low for n in near for r in _rates_of(n))
 
 
 def _rates_of(jurisdiction: str) -> list[str]:
@@ -88,7 +116,7 @@ def maybe_move(b: TaxWorld) -> None:
     makes sure the rate table holds its rate: one flat row, like every other jurisdiction's."""
     assert b.draft is not None
     options = neighbours(b)
-    if not options or side_rng(b).random() >= MOVE_RATE:
+    if not options or side_rng(b).random() >= MOVE_RATE[b.difficulty]:
         return
     tabled = {r[0]: r[1] for r in b.draft.tax_rates}
     rate = {o: tabled.get(o) or max(_rates_of(o), key=parse_rate) for o in options}
@@ -115,13 +143,37 @@ def place_move(b: TaxWorld, story: Story) -> None:
         k for k in range(1, story.periods)
         if (story.issue_day(k) - story.issue_day(k - 1)).days >= 8
     ]  # fmt: skip
-    if inside and side_rng(b).random() < MOVE_INSIDE_RATE:
+    if inside and side_rng(b).random() < MOVE_INSIDE_RATE[b.difficulty]:
         k = side_rng(b).choice(inside)
         gap = (story.issue_day(k) - story.issue_day(k - 1)).days
         since = story.issue_day(k) - days(side_rng(b).randint(3, min(20, gap - 3)))
     else:
         since = story.issue_day(0) - days(side_rng(b).randint(3, 300))
     c.jurisdiction_since = since.isoformat()
+
+
+def place_rate_change(b: TaxWorld, story: Story) -> None:
+    """The customer's own rate change (drawn with the world) takes effect a few days before one
+    of the main story's invoices (`CHANGE_INSIDE_RATE`), every class alike: the invoices before
+    and after it carry two rates of one jurisdiction, each right on its issue day. Never within
+    two days of an issue day; the 1st of a month where one fits. A fault or look-alike that
+    needs its own history sets it later."""
+    rng = side_rng(b)
+    if len(b.tax_history) != 2 or rng.random() >= CHANGE_INSIDE_RATE[b.difficulty]:
+        return
+    inside = [
+        k for k in range(1, story.periods)
+        if (story.issue_day(k) - story.issue_day(k - 1)).days >= 8
+    ]  # fmt: skip
+    if not inside:
+        return
+    k = rng.choice(inside)
+    gap = (story.issue_day(k) - story.issue_day(k - 1)).days
+    change = story.issue_day(k).replace(day=1)  # rates change on the 1st where that fits
+    if not story.issue_day(k - 1) + days(3) <= change <= story.issue_day(k) - days(3):
+        change = story.issue_day(k) - days(rng.randint(3, min(20, gap - 3)))
+    (old, _, _), (new, _, _) = b.tax_history
+    b.set_tax_history(old, new, change)
 
 
 def move_before(b: TaxWorld, day: date) -> None:
@@ -171,14 +223,68 @@ def certificate_elsewhere(b: TaxWorld) -> list[str]:
     return sorted({*neighbours(b), *([previous] if previous else [])})
 
 
-def certificate_applies_elsewhere(b: TaxWorld) -> bool:
-    """Tax-rate stories (`lapse_certificate_before`): sometimes a certificate covering the
-    compared invoices was issued for another jurisdiction, instead of lapsing before them."""
-    elsewhere = certificate_elsewhere(b)
-    if not elsewhere or side_rng(b).random() >= KEEP_WINDOW_RATE:
-        return False
-    b.customer.exemption_jurisdiction = side_rng(b).choice(elsewhere)
-    return True
+def certificate_gap(b: TaxWorld, story: Story) -> None:
+    """Every class alike, before the main story is billed: the certificate's window misses a
+    run of its invoices. A tax-rate story names the invoices it compares (`tax_compared`:
+    they must be taxed); any other draws a run as those are drawn, so a window that skips
+    some invoices says nothing of the class. tax_exempt_charged's window keeps its victims
+    (`tax_covered`) and misses a drawn run beside them, if one fits."""
+    if b.customer.exemption is None:
+        return
+    compared = b.tax_compared or _run(b, story)
+    for _ in range(4 if b.tax_covered else 0):  # a run beside the kept days
+        if not any(min(compared) - days(2) <= d <= max(compared) + days(2) for d in b.tax_covered):
+            break
+        compared = _run(b, story)
+    certificate_off(b, compared, keep=b.tax_covered)
+
+
+def _run(b: TaxWorld, story: Story) -> list[date]:
+    """Issue days of a run like `wrong_tax_rate`'s victims: one invoice or two in a row, after
+    the first at L2/L3 (where L3 also compares an earlier rate change's invoice); at L1 any,
+    sometimes up to three."""
+    rng, n = side_rng(b), story.periods
+    if n < 2 and b.difficulty != "L1":
+        return []
+    first = rng.randrange(n) if b.difficulty == "L1" else rng.randint(1, n - 1)
+    longest = 2
+    if b.difficulty == "L1":
+        longest = 1 if rng.random() < 0.8 else 3
+    count = rng.randint(1, max(1, min(longest, n - first)))
+    ks = list(range(first, first + count))
+    if b.difficulty == "L3":
+        ks.append(rng.randint(1, n - 1))
+    return [story.issue_day(k) for k in ks]
+
+
+def certificate_off(b: TaxWorld, compared: list[date], keep: list[date] = ()) -> None:
+    """The compared invoices are taxed. Only where the certificate would cover one of them
+    does it change: its window ends before the first of them or opens after the last,
+    whichever keeps more of it (a certificate that lapsed, or one obtained later), never
+    uncovering a day in `keep`."""
+    cert = b.customer.exemption
+    if cert is None or not any(b.exempt_on(d) for d in compared):
+        return
+    if any(min(compared) - days(2) <= d <= max(compared) + days(2) for d in keep):
+        return  # the run overlaps what must stay covered: no gap this time
+    rng = side_rng(b)
+    certificate, start, end = cert
+    until = min(compared) - days(rng.randint(1, 10))  # valid_until is exclusive
+    since = max(compared) + days(rng.randint(1, 10))
+    if keep:  # never past a kept day
+        until = max(until, max(keep) + days(2))
+        since = min(since, min(keep) - days(1))
+    kept_before = (until - date.fromisoformat(start)).days
+    kept_after = (date.fromisoformat(end) - since).days
+    if keep:  # the side the kept days are on
+        kept_before, kept_after = (1, 0) if max(keep) < min(compared) else (0, 1)
+    elif max(kept_before, kept_after) < 30:  # no room either side: one that lapsed earlier
+        until = min(compared) - days(rng.randint(1, 40))
+        start = (until - days(rng.randint(60, 400))).isoformat()
+        kept_before, kept_after = 1, 0
+    before = kept_before >= kept_after
+    window = (start, until.isoformat()) if before else (since.isoformat(), end)
+    b.customer.exemption = (certificate, *window)
 
 
 def extra_certificate(b: TaxWorld) -> None:

@@ -131,8 +131,8 @@ def tax_change(b: WorldBuilder) -> FaultOutcome:
     fill_usage_by_plan(b, story)
     low, high = sorted(set(b.rng.sample(b.locale["rates"], 2)), key=parse_rate)
     kd = b.rng.randint(1, story.periods - 1)
-    b.lapse_certificate_before(story.issue_day(kd - 1))
     lookalikes_tax.move_before(b, story.issue_day(kd - 1))
+    b.tax_compared = [story.issue_day(kd - 1), story.issue_day(kd)]  # taxed: they compare rates
     start = story.period(kd)[0]
     change = start - days(b.rng.randint(0, 10))
     b.set_tax_history(low, high, change)

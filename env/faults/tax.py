@@ -76,13 +76,11 @@ def _sorted_rates(b: WorldBuilder) -> list[str]:
 
 def wrong_tax_rate(b: WorldBuilder) -> FaultOutcome:
     b.make_customer()
-    if b.difficulty != "L1" and not _higher_neighbour(b):
-        # design §2: a mix-up with another currency's jurisdiction (GB, AU: no neighbour to have
-        # moved from) records a jurisdiction and rate no correct world records, and the
-        # outdated rate (IE: no neighbour taxes higher) has no look-alike: L1 only
-        b.tax_rng = None
-        while not _higher_neighbour(b):
-            b.make_customer()
+    # design §2: a mix-up with another currency's jurisdiction (GB, AU: no neighbour to have
+    # moved from) records a jurisdiction and rate no correct world records, and the outdated
+    # rate (IE: no neighbour taxes higher) has no look-alike: L1 only. At L2/L3 every class
+    # draws its customer where a neighbour taxes higher (`lookalikes_tax.higher_neighbour`)
+    assert b.difficulty == "L1" or lookalikes_tax.higher_neighbour(b.locale)
     story = unbilled_story(b, minimum_periods=4 if b.difficulty == "L3" else 1)
     candidates = _other_jurisdictions(b)
     # design §2: the outdated rate (recorded rate vs its own jurisdiction's table) has no
@@ -90,14 +88,6 @@ def wrong_tax_rate(b: WorldBuilder) -> FaultOutcome:
     if candidates and (b.difficulty != "L1" or b.rng.random() < 0.45):
         return _wrong_jurisdiction(b, story, candidates)
     return _outdated_rate(b, story)
-
-
-def _higher_neighbour(b: WorldBuilder) -> bool:
-    """Some neighbour (`lookalikes_tax.neighbours`) taxes above the customer's lowest rate."""
-    low = min(parse_rate(r) for r in b.locale["rates"])
-    rates = {loc["jurisdiction"]: loc["rates"] for loc in data("locales.json")}
-    near = lookalikes_tax.neighbours(b)
-    return any(parse_rate(r) > low for n in near for r in rates[n])
 
 
 def _outdated_rate(b: WorldBuilder, story: Story) -> FaultOutcome:
@@ -129,11 +119,11 @@ def _outdated_rate(b: WorldBuilder, story: Story) -> FaultOutcome:
     if first > 0:
         traps.append("old_rate_correct_before_change")
     lookalikes_tax.move_before(b, issued[0])
-    b.lapse_certificate_before(issued[first])
+    count = victim_count(b, n - first)
+    b.tax_compared = issued[first : first + count] + ([issued[rise_at]] if rise_at else [])
     decorate_main(b, story)
     invoices = b.bill(story)
     by_start = invoices_by_start(invoices)
-    count = victim_count(b, n - first)
     victims = [by_start[starts[k]] for k in range(first, first + count)]
     for invoice in victims:
         b.rebill(invoice, tax_rate=parse_rate(old))
@@ -236,7 +226,7 @@ def _wrong_jurisdiction(
         lookalikes_tax.move_before(b, issued[head])
     if b.customer.jurisdiction_since and b.customer.jurisdiction_since > issued[0].isoformat():
         traps.append("previous_jurisdiction_before_move")
-    b.lapse_certificate_before(issued[first])
+    b.tax_compared = [issued[k] for k in run] + ([issued[rise_at]] if rise_at else [])
     decorate_main(b, story)
     invoices = b.bill(story)
     by_start = invoices_by_start(invoices)
@@ -367,20 +357,26 @@ def tax_exempt_charged(b: WorldBuilder) -> FaultOutcome:
     else:
         valid_from = starts[0] - days(b.rng.randint(5, 200))
     last = n - 1  # last period inside the window
-    if b.difficulty == "L3" and first < n - 1 and b.rng.random() < 0.5:
-        last = b.rng.randint(first, n - 2)  # the certificate lapsed before the last period(s)
-        valid_until = _lapse_day(b, starts[last], starts[last + 1])
+    # the certificate lapsed before the last period(s), between an issue day and the next
+    # period's start with room for an expiry (after a trial the first issue day is its end)
+    lapsed = [k for k in range(first, n - 1) if (starts[k + 1] - story.issue_day(k)).days >= 5]
+    if b.difficulty != "L1" and lapsed and b.rng.random() < 0.5:
+        last = b.pick(lapsed)
+        valid_until = _lapse_day(b, story.issue_day(last), starts[last + 1])
         traps.append("taxed_after_certificate_expired")
     else:
         valid_until = date(max(starts[-1].year, valid_from.year + 1) + b.rng.randint(0, 2), 12, 31)
     certificate = b.new_id("TXC", 8)
     b.customer.exemption = (certificate, valid_from.isoformat(), valid_until.isoformat())
     lookalikes_tax.move_before(b, story.issue_day(first))  # covered invoices: the own jurisdiction
-    decorate_main(b, story)
-    invoices = b.bill(story)  # inside the window they are exempt: correct == billed so far
-    by_start = invoices_by_start(invoices)
     count = victim_count(b, last - first + 1)
     head = b.rng.randint(first, last - count + 1)
+    b.tax_covered = [story.issue_day(k) for k in range(head, head + count)]
+    decorate_main(b, story)  # the window may miss a run beside the victims, as in any class
+    _, start_text, until_text = b.customer.exemption
+    valid_from, valid_until = date.fromisoformat(start_text), date.fromisoformat(until_text)
+    invoices = b.bill(story)  # inside the window they are exempt: correct == billed so far
+    by_start = invoices_by_start(invoices)
     victims = [by_start[starts[k]] for k in range(head, head + count)]
     for invoice in victims:
         b.rebill(invoice, tax_exempt=False)

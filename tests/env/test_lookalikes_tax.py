@@ -12,6 +12,8 @@ from collections import Counter
 from functools import cache
 
 from checks.invariants import world_problems
+from env import lookalikes_tax
+from env.builder import data
 from env.calendar import utc_to_local_date
 from env.generator import generate
 from env.ledger_env import LedgerEnv, open_database
@@ -147,3 +149,74 @@ def test_the_invariants_flag_an_exemption_applied_in_the_wrong_jurisdiction() ->
     )["tax_jurisdiction"]
     db.execute("UPDATE customers SET exemption_jurisdiction = ?", (taxed_in,))
     assert any(invoice_id in p and "tax_exempt" in p for p in world_problems(db, faulted))
+
+
+def test_l2_l3_customers_of_every_class_live_where_a_neighbour_taxes_higher() -> None:
+    """The locale draw is conditioned alike for every class: no currency or jurisdiction says
+    `wrong_tax_rate` (which needs such a neighbour at L2/L3)."""
+    locales = {loc["jurisdiction"]: loc for loc in data("locales.json")}
+    labels: Counter[str] = Counter()
+    for seed in SEEDS:
+        scenario = generate("train", seed)
+        if scenario.difficulty == "L1":
+            continue
+        db = _db(scenario)
+        jurisdiction = db.execute("SELECT tax_jurisdiction FROM customers").fetchone()[0]
+        db.close()
+        assert lookalikes_tax.higher_neighbour(locales[jurisdiction]), (seed, jurisdiction)
+        labels[reveal_truth(scenario).label] += 1
+    assert len(labels) >= 10, labels
+
+
+def _covered(customer: sqlite3.Row, day: str) -> bool:
+    start, end = customer["exemption_valid_from"], customer["exemption_valid_until"]
+    return start is not None and start <= day < end
+
+
+def test_certificate_windows_miss_invoices_in_every_class_and_never_a_tax_rate_victim() -> None:
+    """Every class's certificate may end or open between two invoices of the main
+    subscription (`certificate_gap`); `wrong_tax_rate`'s victims lie outside the window or
+    where it does not apply, so they are taxed, as a lapsed certificate taxes any invoice."""
+    gaps: Counter[str] = Counter()
+    for seed in SEEDS:
+        scenario = generate("train", seed)
+        truth = reveal_truth(scenario)
+        db = _db(scenario)
+        customer = db.execute("SELECT * FROM customers").fetchone()
+        invoices = db.execute("SELECT * FROM invoices ORDER BY issued_at").fetchall()
+        main = [i for i in invoices if i["subscription_id"] == invoices[0]["subscription_id"]]
+        flags = {_covered(customer, _issue_day(customer, i)) for i in main}
+        if flags == {True, False}:
+            gaps[truth.label] += 1
+        if truth.label == "wrong_tax_rate":
+            for invoice in invoices:
+                if invoice["id"] in truth.overcharges:
+                    assert not json.loads(invoice["inputs"])["tax_exempt"]
+                    assert invoice["tax_cents"] > 0
+        db.close()
+    assert len(set(gaps) - {"wrong_tax_rate", "tax_exempt_charged"}) >= 8, gaps
+
+
+def test_an_own_rate_change_inside_the_story_occurs_at_l3_in_several_classes() -> None:
+    """Two rates of the customer's own jurisdiction on untouched invoices, each right on its
+    issue day: what `wrong_tax_rate` at L3 shows beside its victims."""
+    labels: Counter[str] = Counter()
+    for seed in SEEDS:
+        scenario = generate("train", seed)
+        if scenario.difficulty != "L3":
+            continue
+        truth = reveal_truth(scenario)
+        db = _db(scenario)
+        own = db.execute("SELECT tax_jurisdiction FROM customers").fetchone()[0]
+        rates = {
+            json.loads(row["inputs"])["tax_rate"]
+            for row in db.execute("SELECT * FROM invoices")
+            if row["id"] not in truth.overcharges
+            and json.loads(row["inputs"])["tax_jurisdiction"] == own
+            and not json.loads(row["inputs"])["tax_exempt"]
+        }
+        if len(rates) >= 2:
+            labels[truth.label] += 1
+        assert world_problems(db, set(truth.overcharges)) == []
+        db.close()
+    assert len(set(labels) - {"wrong_tax_rate"}) >= 6, labels
