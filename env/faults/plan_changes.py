@@ -16,10 +16,11 @@ from typing import Any
 from env.background import decorate_main
 from env.builder import WorldBuilder
 from env.calendar import days
-from env.changes import unused_share
+from env.changes import late_days, unused_share
 from env.faults.base import FaultOutcome, recompute
 from env.faults.common import join_words, overcharge_text, periods_for, seats_for
 from env.lookalikes_life import main_retro_trial
+from env.lookalikes_plans import BACKDATED_RATE, FIRST_DAY_SHARE
 from env.money import format_cents
 from env.story import Story, plan_terms
 from env.world import Event, Invoice, Plan
@@ -73,8 +74,9 @@ def proration_error(b: WorldBuilder) -> FaultOutcome:
     variant = b.pick(PRORATION_VARIANTS)
     upgrade = variant != "downgrade_applied_late"
     before, after = (cheap, dear) if upgrade else (dear, cheap)
-    # from L2 the correct near miss in half the worlds: two prorated invoices in every one
-    # would outnumber the background's immediate changes (design §1.2)
+    # from L2 the correct near miss now and then: the fault's change is one of the changes
+    # the story would have had, so two prorated invoices come as often as the background's
+    # swap and its change back (design §1.2)
     periods = periods_for(b, 2 if b.difficulty == "L1" else 3)
     with_decoy = b.difficulty != "L1" and b.rng.random() < DECOY_RATE
     fault_k, *rest = b.rng.sample(range(periods - 1), 2 if with_decoy else 1)
@@ -85,33 +87,34 @@ def proration_error(b: WorldBuilder) -> FaultOutcome:
     )
     if 0 not in (fault_k, decoy_k):  # a trial extended after it ended, as in every class
         main_retro_trial(b, story)
-    head, tail = {"change_backdated": (6, 3), "downgrade_applied_late": (3, 6)}.get(variant, (4, 3))
     changes: dict[int, date] = {}
+    wrong = None
     for k in sorted(x for x in (fault_k, decoy_k) if x is not None):
-        to = after if k == fault_k else before
-        k_head = head if k == fault_k else 3
-        if to is cheap:  # a downgrade's credit must stay below the next period's charge
-            k_head = max(k_head, _late_enough(story, k, dear, cheap))
-        start = story.period(k)[0]
-        k_head = (story.after_trial(start + days(k_head)) - start).days
-        changes[k] = day_inside(b, story, k, head=k_head, tail=tail)
+        old, to = (before, after) if k == fault_k else (after, before)
+        if k == fault_k:
+            wrong, changes[k] = _fault_dates(b, story, k, old, to, upgrade=upgrade)
+        else:  # the correct change: on a day the background's swaps take
+            changes[k] = b.pick(_change_days(story, k, old, to))
         change_now(b, story, changes[k], to)
+    assert wrong is not None
     traps = ["correct_proration_decoy"] if with_decoy else []
-    if b.difficulty == "L3" and cheap.per_seat:
-        _seat_change_decoy(b, story)
-        traps.append("seat_change_decoy")
     if cheap.overage_unit_price_cents:  # inside both allowances: the date decides the money
         low = cheap.included_units * b.rng.uniform(0.3, 0.5)
         story.usage_level = max(1, int(low))
         b.fill_usage(story)
-    decorate_main(b, story)
+    decorate_main(b, story)  # seat changes as in every class (the near miss of L3 before)
+    if b.difficulty == "L3" and story.seat_changes:
+        traps.append("seat_change_decoy")
     invoices = b.bill(story)
     victim, day = invoices[fault_k + 1], changes[fault_k]
+    if upgrade:  # named by the date drawn
+        at_start = wrong == story.after_trial(story.period(fault_k)[0] + days(1))
+        variant = "change_at_period_start" if at_start else "change_backdated"
     for _ in range(12):  # usage parts move with the date too: keep a date that overcharges
-        wrong = _wrong_change_date(b, variant, story.period(fault_k), day)
         b.rebill(victim, plan_change_date=wrong)
         if victim.billed_amounts().total_cents > victim.correct_total_cents():
             break
+        wrong = _wrong_change_date(b, variant, story.period(fault_k), day)
     evidence = [recompute(victim, plan_change_date=day.isoformat())]
     focus = [victim]
     if decoy_k is not None:
@@ -136,6 +139,44 @@ def proration_error(b: WorldBuilder) -> FaultOutcome:
     )
 
 
+def _change_days(story: Story, k: int, old: Plan, to: Plan) -> list[date]:
+    """The days of period k an immediate change from `old` to `to` falls on in every class
+    (`changes.late_days`, as the background's swaps), after any trial."""
+    start, end = story.period(k)
+    after = story.after_trial(start + days(2))
+    return [d for d in late_days(start, end, old, to, margin=2) if d >= after]
+
+
+def _fault_dates(
+    b: WorldBuilder, story: Story, k: int, old: Plan, to: Plan, *, upgrade: bool
+) -> tuple[date, date]:
+    """(the recorded plan_change_date, the change's local day) of the fault. The recorded date
+    is drawn as a correct change's date is recorded in every class (`_change_days`, or for an
+    upgrade now and then the period's first full day after a backdated agreement), so the
+    invoice's inputs alone give nothing away; the real change lies at least MIN_SHIFT_DAYS
+    to the side that overcharges: after the recorded date for an upgrade, before it for a
+    downgrade (whose day must also be late enough, `_late_enough`)."""
+    start, end = story.period(k)
+    valid = _change_days(story, k, old, to)
+    if not upgrade:  # a downgrade's credit must stay below the next period's charge
+        late = start + days(_late_enough(story, k, old, to))
+        valid = [d for d in valid if d >= late] or valid[-1:]
+    first_day = story.after_trial(start + days(1))
+    for _ in range(40):
+        if upgrade and b.rng.random() < BACKDATED_RATE * FIRST_DAY_SHARE:
+            wrong = first_day
+        else:
+            wrong = b.pick(late_days(start, end, old, to, margin=2))
+        if upgrade:
+            side = [d for d in valid if (d - wrong).days >= MIN_SHIFT_DAYS]
+        else:
+            side = [d for d in valid if (wrong - d).days >= MIN_SHIFT_DAYS]
+        if side:
+            return wrong, b.pick(side)
+    day = valid[-1] if upgrade else valid[0]  # never reached in practice
+    return (first_day if upgrade else min(end - days(2), day + days(MIN_SHIFT_DAYS))), day
+
+
 def _late_enough(story: Story, k: int, dear: Plan, cheap: Plan) -> int:
     """Days into period k a downgrade must come (see `unused_share`)."""
     start, end = story.period(k)
@@ -155,19 +196,6 @@ def _wrong_change_date(b: WorldBuilder, variant: str, period: tuple[date, date],
     # period start, which no correct invoice records, nor the last day: correct changes fall
     # at least two days before the period ends, `changes.late_days`)
     return day + days(b.rng.randint(MIN_SHIFT_DAYS, max(MIN_SHIFT_DAYS, (end - day).days - 2)))
-
-
-def _seat_change_decoy(b: WorldBuilder, story: Story) -> None:
-    """A seat change requested mid-period that correctly took effect at the next period."""
-    k = b.rng.randrange(0, max(1, story.periods - 1))
-    day = day_inside(b, story, k, head=2, tail=4)
-    seats = story.seats_at(day)
-    new = max(1, seats + b.pick((-2, -1, 1, 2, 3)))
-    if new == seats:
-        new = seats + 1
-    story.seat_changes.append((story.period(k + 1)[0], new))
-    details = {"from_seats": seats, "to_seats": new, "effective": "next_period"}
-    record_event(b, story, day, "seats_changed", details)
 
 
 def _proration_summary(
