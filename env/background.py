@@ -149,7 +149,7 @@ def ordered_by(b: WorldBuilder) -> str:
     return f"{name.lower()}@{domain}"
 
 
-MAIN_RATE = {"coupon": 0.45, "seats": 0.85, "swap": 0.85, "withdrawn": 0.3, "ended": 0.45}
+MAIN_RATE = {"coupon": 0.45, "seats": 0.85, "swap": 1.0, "withdrawn": 0.3, "ended": 0.45}
 MAIN_RATE.update(coupon_removed=0.7, price_rise=0.3, withdrawn_plan=WITHDRAWN_PLAN_RATE)
 MAIN_SKIP = {  # the fault's own structure, or one its arithmetic cannot share
     "coupon": ("coupon_not_applied",),

@@ -52,12 +52,12 @@ def immediate_swap(
     if key is None:
         return
     to = plans[key]
-    first = 0  # after the trial: a change during it would credit time that was never charged
-    while story.trial_end is not None and story.period(first)[0] < story.trial_end:
-        first += 1
-    if first > story.periods - 2:
+    # after the trial (a change during it would credit time never charged), in the trial's
+    # own period too, as proration_error's change, unless it was extended after it ended
+    ks = [k for k in range(story.periods - 1) if swap_days(story, k, story.plan, to)]
+    if not ks:
         return
-    k = b.rng.randint(first, story.periods - 2)
+    k = b.pick(ks)
     _swap_in(b, story, k, story.plan, to)
     # now and then the change back in a later period, as proration_error's own second change
     # (two prorated invoices in a world is no label); never with `upgrades_only`
@@ -66,13 +66,23 @@ def immediate_swap(
         _swap_in(b, story, b.pick(back), to, story.plan)
 
 
-BACK_RATE = 0.5  # of background immediate swaps with a later period free: the change back
+BACK_RATE = 0.8  # of background immediate swaps with a later period free: the change back
+
+
+def swap_days(story: Story, k: int, old: Plan, to: Plan) -> list[date]:
+    """The days of period k an immediate change from `old` to `to` falls on in every class:
+    late enough (`late_days`), two days after any trial, and none in a period whose trial
+    was extended after it first ended."""
+    start, end = story.period(k)
+    if story.trial_end is not None and start < story.trial_end and story.trial_end_before:
+        return []
+    after = story.after_trial(start + timedelta(days=2))
+    return [d for d in late_days(start, end, old, to, margin=2) if d >= after]
 
 
 def _swap_in(b: WorldBuilder, story: Story, k: int, old: Plan, to: Plan) -> None:
     """An immediate change from `old` to `to` on a late enough day of period k."""
-    start, end = story.period(k)
-    day = b.pick(late_days(start, end, old, to, margin=2))
+    day = b.pick(swap_days(story, k, old, to))
     early_ok = unused_share(old, to) >= 1.0
     day, logged, effective = backdated_effective(b, story, day, early_ok=early_ok)
     story.plan_changes.append((day, to))

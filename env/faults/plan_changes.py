@@ -16,7 +16,7 @@ from typing import Any
 from env.background import decorate_main
 from env.builder import WorldBuilder
 from env.calendar import days
-from env.changes import late_days, unused_share
+from env.changes import swap_days, unused_share
 from env.faults.base import FaultOutcome, recompute
 from env.faults.common import join_words, overcharge_text, periods_for, seats_for
 from env.lookalikes_life import main_retro_trial
@@ -27,7 +27,7 @@ from env.world import Event, Invoice, Plan
 
 PRORATION_VARIANTS = ("change_at_period_start", "change_backdated", "downgrade_applied_late")
 DOWNGRADE_VARIANTS = ("never_applied", "applied_late")
-DECOY_RATE = 0.5  # proration_error worlds from L2 with a second, correctly prorated change
+DECOY_RATE = 0.2  # proration_error worlds from L2 with a second, correctly prorated change
 MIN_SHIFT_DAYS = 3  # a one-day shift is the held-out timezone class; ours are clearly longer
 
 
@@ -94,7 +94,7 @@ def proration_error(b: WorldBuilder) -> FaultOutcome:
         if k == fault_k:
             wrong, changes[k] = _fault_dates(b, story, k, old, to, upgrade=upgrade)
         else:  # the correct change: on a day the background's swaps take
-            changes[k] = b.pick(_change_days(story, k, old, to))
+            changes[k] = b.pick(swap_days(story, k, old, to))
         change_now(b, story, changes[k], to)
     assert wrong is not None
     traps = ["correct_proration_decoy"] if with_decoy else []
@@ -139,25 +139,17 @@ def proration_error(b: WorldBuilder) -> FaultOutcome:
     )
 
 
-def _change_days(story: Story, k: int, old: Plan, to: Plan) -> list[date]:
-    """The days of period k an immediate change from `old` to `to` falls on in every class
-    (`changes.late_days`, as the background's swaps), after any trial."""
-    start, end = story.period(k)
-    after = story.after_trial(start + days(2))
-    return [d for d in late_days(start, end, old, to, margin=2) if d >= after]
-
-
 def _fault_dates(
     b: WorldBuilder, story: Story, k: int, old: Plan, to: Plan, *, upgrade: bool
 ) -> tuple[date, date]:
     """(the recorded plan_change_date, the change's local day) of the fault. The recorded date
-    is drawn as a correct change's date is recorded in every class (`_change_days`, or for an
+    is drawn as a correct change's date is recorded in every class (`changes.swap_days`, or for an
     upgrade now and then the period's first full day after a backdated agreement), so the
     invoice's inputs alone give nothing away; the real change lies at least MIN_SHIFT_DAYS
     to the side that overcharges: after the recorded date for an upgrade, before it for a
     downgrade (whose day must also be late enough, `_late_enough`)."""
     start, end = story.period(k)
-    valid = _change_days(story, k, old, to)
+    valid = recorded = swap_days(story, k, old, to)
     if not upgrade:  # a downgrade's credit must stay below the next period's charge
         late = start + days(_late_enough(story, k, old, to))
         valid = [d for d in valid if d >= late] or valid[-1:]
@@ -166,7 +158,7 @@ def _fault_dates(
         if upgrade and b.rng.random() < BACKDATED_RATE * FIRST_DAY_SHARE:
             wrong = first_day
         else:
-            wrong = b.pick(late_days(start, end, old, to, margin=2))
+            wrong = b.pick(recorded)
         if upgrade:
             side = [d for d in valid if (d - wrong).days >= MIN_SHIFT_DAYS]
         else:
