@@ -530,7 +530,7 @@ PENDING_SKIP = {  # the fault's own signal: never a pending look-alike in that c
     "cancel": ("billed_after_cancellation", "timezone_period_boundary"),
     "withdrawn": (),
     "scheduled": ("downgrade_not_applied",),
-    "immediate": ("proration_error", "timezone_period_boundary", "usage_overage_miscalculated"),
+    "immediate": ("proration_error", "timezone_period_boundary"),
     "seats": (),  # after the last invoice: no invoice bills it, the seat fault's included
     "coupon": ("coupon_not_applied",),
 }
