@@ -178,7 +178,7 @@ def usage_overage_miscalculated(b: WorldBuilder) -> FaultOutcome:
     month of the same customer. Near misses (L2/L3) are the story's own periods: one over the
     allowance (a real overage) and one under it, both billed correctly."""
     b.make_customer()
-    story = unbilled_story(b, metered=True, minimum_periods=5 if b.difficulty == "L3" else 2)
+    story = unbilled_story(b, metered=True, minimum_periods=4 if b.difficulty == "L3" else 2)
     starts = period_starts(story)
     n = len(starts) - 1  # finished periods: their usage is on the next invoice
     story.usage.clear()
@@ -252,7 +252,7 @@ def usage_overage_miscalculated(b: WorldBuilder) -> FaultOutcome:
     )
 
 
-INCLUDED_FORM_RATE = 0.35  # L1 Growth stories whose fault drops the included units
+INCLUDED_FORM_RATE = 0.2  # L1 Growth stories whose fault drops the included units
 
 
 def _usage_fallback(
