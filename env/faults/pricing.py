@@ -173,10 +173,10 @@ def usage_overage_miscalculated(b: WorldBuilder) -> FaultOutcome:
 
     Everything around the fault is drawn as in any class: the customer's usage level and each
     period's volume (spikes included, `WorldBuilder.usage_factor`), the background's plan
-    changes. The fault picks a period billed in one part on a plan whose allowance a doubled
-    ordinary month exceeds, and that month is a quiet one: counted twice it reads like a busy
-    month of the same customer. Near misses (L2/L3) are the story's own periods: one over the
-    allowance (a real overage) and one under it, both billed correctly."""
+    changes. The fault picks a period billed in one part, and that month is a quiet one
+    (for the allowance it is billed on): counted twice it reads like a busy month. Near
+    misses (L2/L3) are the story's own periods: one over the allowance (a real overage) and
+    one under it, both billed correctly."""
     b.make_customer()
     story = unbilled_story(b, metered=True, minimum_periods=4 if b.difficulty == "L3" else 2)
     starts = period_starts(story)
@@ -192,7 +192,11 @@ def usage_overage_miscalculated(b: WorldBuilder) -> FaultOutcome:
     if b.difficulty != "L1" or not growth:
         variant = "double_counted"
     variant = variant or "double_counted"
-    decorate_main(b, story, skip=("swap",) if variant == "included_not_subtracted" else ())
+    # usage billed in two parts at a plan change is not where this fault strikes: one
+    # finished period only, no swap (it would split it); two, no change back (it would
+    # split the other)
+    keep_plan = variant == "included_not_subtracted" or n < 2
+    decorate_main(b, story, skip=("swap",) if keep_plan else ("swap_back",) if n == 2 else ())
     if variant == "included_not_subtracted":
         story.keeps_plan = True
     level = b.usage_level(story)
@@ -202,16 +206,14 @@ def usage_overage_miscalculated(b: WorldBuilder) -> FaultOutcome:
         start, end = story.period(k)
         return not any(start < d < end for d, _ in story.plan_changes)
 
-    def doubled_exceeds(k: int) -> bool:
-        return 2 * int(level * quiet[0]) > story.plan_at(starts[k + 1]).included_units
-
     candidates = [k for k in range(n) if one_part(k)]
-    if variant == "double_counted":
-        candidates = [k for k in candidates if doubled_exceeds(k)]
     victim_ks = _run(b, candidates) if candidates else []
     for k in range(n):
         if k in victim_ks and variant == "double_counted":
-            b.record_usage(story, k, units=int(level * b.rng.uniform(*quiet)))
+            # after an upgrade to a far larger allowance the customer uses more (why else
+            # upgrade): a quiet month of that plan's volume, still a Scale customer's range
+            base = max(level, story.plan_at(starts[k + 1]).included_units)
+            b.record_usage(story, k, units=int(base * b.rng.uniform(*quiet)))
         else:
             b.record_usage(story, k)
     invoices = b.bill(story)
