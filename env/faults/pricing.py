@@ -173,8 +173,9 @@ def usage_overage_miscalculated(b: WorldBuilder) -> FaultOutcome:
 
     Everything around the fault is drawn as in any class: the customer's usage level and each
     period's volume (spikes included, `WorldBuilder.usage_factor`), the background's plan
-    changes. The fault picks a period billed in one part, and that month is a quiet one
-    (for the allowance it is billed on): counted twice it reads like a busy month. Near
+    changes. The fault picks a period billed in one part, preferably on an allowance that a
+    doubled month exceeds, and that month is a quiet one for the customer: counted twice it
+    reads like a busy month. Near
     misses (L2/L3) are the story's own periods: one over the allowance (a real overage) and
     one under it, both billed correctly."""
     b.make_customer()
@@ -206,14 +207,17 @@ def usage_overage_miscalculated(b: WorldBuilder) -> FaultOutcome:
         start, end = story.period(k)
         return not any(start < d < end for d, _ in story.plan_changes)
 
-    candidates = [k for k in range(n) if one_part(k)]
+    def doubled_over(k: int) -> bool:  # a quiet month counted twice runs past the allowance
+        return story.plan_at(starts[k + 1]).included_units < 1.3 * level
+
+    whole = [k for k in range(n) if one_part(k)]
+    candidates = [k for k in whole if doubled_over(k)] or whole
     victim_ks = _run(b, candidates) if candidates else []
     for k in range(n):
         if k in victim_ks and variant == "double_counted":
-            # after an upgrade to a far larger allowance the customer uses more (why else
-            # upgrade): a quiet month of that plan's volume, still a Scale customer's range
-            base = max(level, story.plan_at(starts[k + 1]).included_units)
-            b.record_usage(story, k, units=int(base * b.rng.uniform(*quiet)))
+            # the customer's own volume (checks.timeline's usage spread): usage is a property
+            # of the customer, not of the allowance it is billed on
+            b.record_usage(story, k, units=int(level * b.rng.uniform(*quiet)))
         else:
             b.record_usage(story, k)
     invoices = b.bill(story)
