@@ -205,7 +205,9 @@ def decorate_main(b: WorldBuilder, story: Story, skip: tuple[str, ...] = ()) -> 
         # a downgrade's credit could exceed the charge after a cancellation or a seat cut
         upgrades_only = b.label in ("billed_after_cancellation", "seat_count_mismatch")
         upgrades_only = upgrades_only or seat_cuts(story)
-        immediate_swap(b, story, plans, upgrades_only=upgrades_only)
+        immediate_swap(
+            b, story, plans, upgrades_only=upgrades_only, back_ok="swap_back" not in skip
+        )
     if story.periods >= 2 and _main_draw(b, "withdrawn_plan", skip):
         plans = {p.id: p for p in b.draft.plans}
         withdrawn_plan_change(b, story, plans, 1.0)
@@ -532,7 +534,7 @@ PENDING_SKIP = {  # the fault's own signal: never a pending look-alike in that c
     "cancel": ("billed_after_cancellation", "timezone_period_boundary"),
     "withdrawn": (),
     "scheduled": ("downgrade_not_applied",),
-    "immediate": ("proration_error", "timezone_period_boundary", "usage_overage_miscalculated"),
+    "immediate": ("proration_error", "timezone_period_boundary"),
     "seats": (),  # after the last invoice: no invoice bills it, the seat fault's included
     "coupon": ("coupon_not_applied",),
 }

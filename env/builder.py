@@ -41,6 +41,8 @@ MAIN_TRIAL_RATE = 0.9  # main subscriptions that start with their plan's free tr
 EXTENDED_TRIAL_RATE = 0.6  # of those, trials support extended (they still end in period 0)
 SHORT_EXTENSION = 3  # at most 3 + this - 1 days more where the first period must hold a change
 ZERO_ALLOWANCE_RATE = 0.2  # Growth plans with no included units (pay as you go)
+SPIKE_RATE = 0.12  # finished periods with a usage spike (a launch, a batch job), any class
+SPIKE = (2.2, 3.0)  # a spike's volume, in units of the customer's usual level
 FAILED_ATTEMPT_RATE = 0.12  # a declined first attempt and a successful retry
 
 
@@ -396,12 +398,25 @@ class WorldBuilder:
     def usage_level(self, story: Story) -> int:
         """How much this customer uses in a typical period (design §1.1: a property of the
         customer, not of the plan it ends a period on): drawn once, around the allowance of the
-        first metered plan it had."""
+        first metered plan it had, or a typical Growth allowance for a pay-as-you-go customer
+        (the same volume as any other, only none of it included)."""
         if not story.usage_level:
             plans = [story.plan] + [p for _, p in sorted(story.plan_changes, key=lambda c: c[0])]
-            allowance = next((p.included_units for p in plans if p.included_units), 1000)
+            allowance = next((p.included_units for p in plans if p.included_units), 0)
+            if not allowance:
+                spec = next(s for s in data("catalog.json")["plans"] if s["key"] == "GROWTH")
+                allowance = max(100, self.rng.randrange(*spec["included"]) // 100 * 100)
             story.usage_level = max(1, int(allowance * self.rng.uniform(0.8, 1.25)))
+            story.usage_drawn = True
         return story.usage_level
+
+    def usage_factor(self, story: Story, low: float = 0.6, high: float = 1.8) -> float:
+        """One finished period's volume relative to the customer's level: usually `low`-`high`,
+        now and then a spike (`SPIKE_RATE`, every class alike). A story whose fault pinned the
+        level to keep usage inside an allowance gets no spikes."""
+        if story.usage_drawn and self.rng.random() < SPIKE_RATE:
+            return self.rng.uniform(*SPIKE)
+        return self.rng.uniform(low, high)
 
     def record_usage(
         self, story: Story, k: int, *, low: float = 0.6, high: float = 1.8, units: int | None = None
@@ -410,7 +425,8 @@ class WorldBuilder:
         if start in story.usage:
             return
         if units is None:
-            units = int(self.usage_level(story) * self.rng.uniform(low, high))
+            level = self.usage_level(story)
+            units = int(level * self.usage_factor(story, low, high))
         story.usage[start] = units
         story.sub.usage.append((start.isoformat(), end.isoformat(), units))
         self.split_usage(story)

@@ -38,12 +38,18 @@ def late_days(start: date, end: date, old: Plan, new: Plan, *, margin: int = 1) 
 
 
 def immediate_swap(
-    b: WorldBuilder, story: Story, plans: dict[str, Plan], *, upgrades_only: bool = False
+    b: WorldBuilder,
+    story: Story,
+    plans: dict[str, Plan],
+    *,
+    upgrades_only: bool = False,
+    back_ok: bool = True,
 ) -> None:
     """An immediate change to the plan of the same kind (Team <-> Business, Growth <-> Scale,
     Starter -> Team)
     inside a period before the last, prorated correctly on the next invoice; `upgrades_only`:
-    from the cheaper plan of a pair only."""
+    from the cheaper plan of a pair only; `back_ok=False`: no change back (a story that needs
+    one finished period free of changes and has only two)."""
     upgrades = {"TEAM": "BUSINESS", "GROWTH": "SCALE"}
     pairs = upgrades if upgrades_only else upgrades | {"BUSINESS": "TEAM", "SCALE": "GROWTH"}
     if not upgrades_only:  # flat to per-seat, as downgrade_not_applied's own decoy does
@@ -62,7 +68,7 @@ def immediate_swap(
     # now and then the change back in a later period, as proration_error's own second change
     # (two prorated invoices in a world is no label); never with `upgrades_only`
     back = list(range(k + 1, story.periods - 1))
-    if back and not upgrades_only and b.rng.random() < BACK_RATE:
+    if back and back_ok and not upgrades_only and b.rng.random() < BACK_RATE:
         _swap_in(b, story, b.pick(back), to, story.plan)
 
 

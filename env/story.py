@@ -80,6 +80,7 @@ class Story:
     trial_invoice: Invoice | None = None
     trial_end_before: date | None = None  # a trial extended after it first ended (look-alike)
     usage_level: int = 0  # the customer's typical units per period, whatever the plan
+    usage_drawn: bool = False  # usage_level drawn by the builder (not pinned by a fault)
     keeps_plan: bool = False  # a look-alike about this plan's price: no pending plan change
 
     def time_of_day(self) -> time:

@@ -169,53 +169,62 @@ def _lasting(coupon: Coupon) -> str:
 
 
 def usage_overage_miscalculated(b: WorldBuilder) -> FaultOutcome:
-    """Usage of period k is billed in arrears on invoice k+1 (design §1.1)."""
+    """Usage of period k is billed in arrears on invoice k+1 (design §1.1).
+
+    Everything around the fault is drawn as in any class: the customer's usage level and each
+    period's volume (spikes included, `WorldBuilder.usage_factor`), the background's plan
+    changes. The fault picks a period billed in one part, preferably on an allowance that a
+    doubled month exceeds, and that month is a quiet one for the customer: counted twice it
+    reads like a busy month. Near
+    misses (L2/L3) are the story's own periods: one over the allowance (a real overage) and
+    one under it, both billed correctly."""
     b.make_customer()
-    story = unbilled_story(b, metered=True, minimum_periods=5 if b.difficulty == "L3" else 2)
+    story = unbilled_story(b, metered=True, minimum_periods=4 if b.difficulty == "L3" else 2)
     starts = period_starts(story)
     n = len(starts) - 1  # finished periods: their usage is on the next invoice
-    shapes = {"L1": [], "L2": [b.pick(("spike", "under"))], "L3": ["spike", "under"]}[
-        b.difficulty
-    ]  # legitimate look-alikes: a large real overage, a period under the allowance
-    shapes = shapes[: max(0, n - 1)]
-    decoy_ks = b.rng.sample(range(n), len(shapes))
     story.usage.clear()
     story.sub.usage.clear()
-    # maybe a Growth <-> Scale change (its period's usage is billed in two parts); with one
-    # finished period besides the decoys there would be no unsplit period left for the fault
-    # at L2/L3 the fault only counts usage twice, which an upgrade to Scale's far larger
-    # allowance can swallow: Growth stories keep their plan there (Scale ones may move down)
-    upgrade = b.difficulty != "L1" and story.plan.id == "PLN-GROWTH"
-    # included units other than the plan's have no legitimate cause in the world yet: that
-    # decisive comparison stays at L1 (design §2); it is L2/L3's fallback only when no period
-    # would be overcharged by counting its usage twice. Its summary cites the plan's included
-    # units, which only the timeline's current plan prints: no plan swap under it
-    variant = b.pick(("double_counted", "included_not_subtracted"))
-    if b.difficulty != "L1":
+    # included units other than the plan's have no legitimate cause but a pay-as-you-go
+    # Growth: that form stays at L1 (design §2), on a Growth plan (its units in a Growth
+    # customer's range). Its summary cites the plan's included units, which only the
+    # timeline's current plan prints: no plan swap under it, no pending change after it
+    variant = "included_not_subtracted" if b.rng.random() < INCLUDED_FORM_RATE else ""
+    growth = story.plan.id == "PLN-GROWTH" and story.plan.included_units > 0
+    if b.difficulty != "L1" or not growth:
         variant = "double_counted"
-    keep_plan = n - len(shapes) < 2 or upgrade or variant == "included_not_subtracted"
-    decorate_main(b, story, skip=("swap",) if keep_plan else ())
+    variant = variant or "double_counted"
+    # usage billed in two parts at a plan change is not where this fault strikes: one
+    # finished period only, no swap (it would split it); two, no change back (it would
+    # split the other)
+    keep_plan = variant == "included_not_subtracted" or n < 2
+    decorate_main(b, story, skip=("swap",) if keep_plan else ("swap_back",) if n == 2 else ())
+    if variant == "included_not_subtracted":
+        story.keeps_plan = True
+    level = b.usage_level(story)
+    quiet = (0.65, 0.9)  # doubled: 1.3-1.8 x the level, inside an ordinary month's range
+
+    def one_part(k: int) -> bool:
+        start, end = story.period(k)
+        return not any(start < d < end for d, _ in story.plan_changes)
+
+    def doubled_over(k: int) -> bool:  # a quiet month counted twice runs past the allowance
+        return story.plan_at(starts[k + 1]).included_units < 1.3 * level
+
+    whole = [k for k in range(n) if one_part(k)]
+    candidates = [k for k in whole if doubled_over(k)] or whole
+    victim_ks = _run(b, candidates) if candidates else []
     for k in range(n):
-        factor = b.rng.uniform(0.6, 1.8)  # over half the allowance: doubling always overcharges
-        if k in decoy_ks:
-            spike = shapes[decoy_ks.index(k)] == "spike"
-            factor = b.rng.uniform(2.2, 3.0) if spike else b.rng.uniform(0.4, 0.9)
-        # the customer's volume, whatever the plan (design §1.1)
-        b.record_usage(story, k, units=int(b.usage_level(story) * factor))
+        if k in victim_ks and variant == "double_counted":
+            # the customer's own volume (checks.timeline's usage spread): usage is a property
+            # of the customer, not of the allowance it is billed on
+            b.record_usage(story, k, units=int(level * b.rng.uniform(*quiet)))
+        else:
+            b.record_usage(story, k)
     invoices = b.bill(story)
     by_start = invoices_by_start(invoices)
-    # after a change to a plan with a far larger allowance, doubling may still be included
-    # a period split at a plan change is billed in two parts: not where this fault strikes
-    free = [
-        k
-        for k in range(n)
-        if k not in decoy_ks and by_start[starts[k + 1]].billed.usage_units_before_change is None
-    ] or [k for k in range(n) if k not in decoy_ks]
-    hit = [k for k in free if _fault_overcharges(by_start[starts[k + 1]], variant)]
-    if not hit:  # e.g. no period uses half the allowance, or there is none to drop
-        variant = "included_not_subtracted" if variant == "double_counted" else "double_counted"
-        hit = [k for k in free if _fault_overcharges(by_start[starts[k + 1]], variant)] or free
-    victims = [by_start[starts[k + 1]] for k in _run(b, hit)]
+    victims = [by_start[starts[k + 1]] for k in victim_ks]
+    if not victims or not all(_fault_overcharges(inv, variant) for inv in victims):
+        victims, variant = _usage_fallback(b, story, by_start, variant)
     evidence = []
     for invoice in victims:
         units = invoice.billed.usage_units or 0
@@ -226,7 +235,7 @@ def usage_overage_miscalculated(b: WorldBuilder) -> FaultOutcome:
             included = invoice.billed.plan.included_units
             b.rebill(invoice, plan=replace(invoice.billed.plan, included_units=0))
             evidence.append(recompute(invoice, included_units=included))
-    decoys = [by_start[starts[k + 1]] for k in sorted(decoy_ks)]
+    shapes, decoys = _usage_decoys(b, story, by_start, victims)
     summary = _usage_summary(story, victims, variant)
     if decoys:
         summary += (
@@ -247,6 +256,53 @@ def usage_overage_miscalculated(b: WorldBuilder) -> FaultOutcome:
         traps=[f"usage_{shape}_decoy" for shape in shapes],
         variant=variant,
     )
+
+
+INCLUDED_FORM_RATE = 0.2  # L1 Growth stories whose fault drops the included units
+
+
+def _usage_fallback(
+    b: WorldBuilder, story: Story, by_start: dict[date, Invoice], variant: str
+) -> tuple[list[Invoice], str]:
+    """Victims where the planned ones would not be overcharged (e.g. every one-part period is
+    billed on a far larger allowance after an upgrade): any invoice with usage the fault
+    overcharges, the other form if the first has none."""
+    billed = [
+        inv
+        for inv in sorted(by_start.values(), key=lambda i: i.billed.period_start)
+        if inv.billed.usage_units is not None
+    ]
+    whole = [inv for inv in billed if inv.billed.usage_units_before_change is None] or billed
+    hit = [i for i, inv in enumerate(whole) if _fault_overcharges(inv, variant)]
+    if not hit:
+        variant = "included_not_subtracted" if variant == "double_counted" else "double_counted"
+        hit = [i for i, inv in enumerate(whole) if _fault_overcharges(inv, variant)]
+    hit = hit or list(range(len(whole)))
+    return [whole[i] for i in _run(b, hit)], variant
+
+
+def _usage_decoys(
+    b: WorldBuilder, story: Story, by_start: dict[date, Invoice], victims: list[Invoice]
+) -> tuple[list[str], list[Invoice]]:
+    """The near misses of L2 (one) and L3 (both), from the story's own correct periods: the
+    one furthest over its allowance (a real overage) and one under it."""
+    if b.difficulty == "L1":
+        return [], []
+    others = [
+        inv
+        for inv in sorted(by_start.values(), key=lambda i: i.billed.period_start)
+        if inv not in victims and inv.billed.usage_units is not None
+    ]
+    over = [i for i in others if (i.billed.usage_units or 0) > i.billed.plan.included_units]
+    under = [i for i in others if i not in over]
+    found = {
+        "spike": max(over, key=lambda i: i.billed.usage_units or 0) if over else None,
+        "under": b.pick(under) if under else None,
+    }
+    shapes = [s for s in ("spike", "under") if found[s] is not None]
+    if b.difficulty == "L2" and shapes:
+        shapes = [b.pick(shapes)]
+    return shapes, [d for s in shapes if (d := found[s]) is not None]
 
 
 def _fault_overcharges(invoice: Invoice, variant: str) -> bool:

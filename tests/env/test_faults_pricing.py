@@ -151,7 +151,9 @@ def _allowance(tools: Tools, invoice_id: str, plan_id: str) -> int:
 
 def test_overcharged_usage_is_doubled_or_ignores_the_included_units() -> None:
     kinds = set()
-    for scenario in all_levels("usage_overage_miscalculated", count=5):
+    for scenario in all_levels("usage_overage_miscalculated", count=5) + scenarios(
+        "usage_overage_miscalculated", "L1", count=30
+    ):
         tools = Tools(scenario)
         for invoice_id, cents in reveal_truth(scenario).overcharges.items():
             invoice = tools.invoice(invoice_id)
@@ -172,13 +174,16 @@ def test_overcharged_usage_is_doubled_or_ignores_the_included_units() -> None:
     assert kinds == {"double_counted", "included_not_subtracted"}
 
 
-def test_usage_l3_has_a_real_spike_and_a_period_under_the_allowance_billed_correctly() -> None:
+def test_usage_near_misses_are_the_storys_own_periods_billed_correctly() -> None:
+    """L3's near misses (world v4: usage drawn as in every class): a period over its allowance
+    (a real overage) and one under it, each billed from its usage records."""
+    shapes_seen: set[str] = set()
     for scenario in scenarios("usage_overage_miscalculated", "L3"):
         tools = Tools(scenario)
         truth = reveal_truth(scenario)
         sub = tools.invoice(next(iter(truth.overcharges)))["subscription_id"]
         timeline = tools.timeline(sub)
-        shapes = set()
+        over = under = 0
         for summary in tools.invoices():
             if summary["subscription_id"] != sub or summary["invoice_id"] in truth.overcharges:
                 continue
@@ -189,10 +194,13 @@ def test_usage_l3_has_a_real_spike_and_a_period_under_the_allowance_billed_corre
             assert billed["usage_units"] == recorded
             included = billed["plan"]["included_units"]
             assert included == _allowance(tools, summary["invoice_id"], billed["plan"]["plan_id"])
-            # spike and under are the customer's own volume (world v4): relative to the others
-            shapes.add(recorded)
-        others = [u["units"] for u in timeline["usage"]]
-        assert len(shapes) >= 2 and max(shapes) > 2 * min(others)
+            over += recorded > included
+            under += recorded <= included
+        traps = set(truth.traps)
+        assert over or "usage_spike_decoy" not in traps
+        assert under or "usage_under_decoy" not in traps
+        shapes_seen |= {t for t in traps if t.startswith("usage_")}
+    assert shapes_seen == {"usage_spike_decoy", "usage_under_decoy"}
 
 
 # currency_conversion_error ------------------------------------------------------------------

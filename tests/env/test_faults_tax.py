@@ -57,13 +57,17 @@ def test_wrong_tax_rate_comes_as_an_outdated_rate_or_another_jurisdictions_rate(
     kinds = set()
     for scenario in all_levels("wrong_tax_rate", count=6):
         tools = Tools(scenario)
-        home = tools.customer()["tax_jurisdiction"]
+        customer = tools.customer()
+        home = customer["tax_jurisdiction"]
         for invoice_id in reveal_truth(scenario).overcharges:
             invoice = tools.invoice(invoice_id)
             billed = invoice["tax"]
+            # the rates in force on the issue day (design §1.1): a trial's first paid invoice
+            # is issued when the trial ends, after its period start
+            issued = utc_to_local_date(invoice["issued_at"], customer["timezone"]).isoformat()
             if billed["jurisdiction"] == home:  # outdated: the rate before the change
-                now = tools("get_tax_rate", jurisdiction=home, date=invoice["period_start"])
-                assert day(now["effective_from"]) <= day(invoice["period_start"])
+                now = tools("get_tax_rate", jurisdiction=home, date=issued)
+                assert day(now["effective_from"]) <= day(issued)
                 eve = day(now["effective_from"]) - timedelta(days=1)
                 before = tools("get_tax_rate", jurisdiction=home, date=eve.isoformat())
                 assert before["rate"] == billed["rate"]
@@ -72,7 +76,7 @@ def test_wrong_tax_rate_comes_as_an_outdated_rate_or_another_jurisdictions_rate(
                 theirs = tools(
                     "get_tax_rate",
                     jurisdiction=billed["jurisdiction"],
-                    date=invoice["period_start"],
+                    date=issued,
                 )
                 assert theirs["rate"] == billed["rate"]
                 kinds.add("wrong_jurisdiction")
