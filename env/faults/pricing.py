@@ -225,6 +225,8 @@ def usage_overage_miscalculated(b: WorldBuilder) -> FaultOutcome:
     victims = [by_start[starts[k + 1]] for k in victim_ks]
     if not victims or not all(_fault_overcharges(inv, variant) for inv in victims):
         victims, variant = _usage_fallback(b, story, by_start, variant)
+        # the other form's summary cites the plan's units: no pending change after it either
+        story.keeps_plan = story.keeps_plan or variant == "included_not_subtracted"
     evidence = []
     for invoice in victims:
         units = invoice.billed.usage_units or 0
