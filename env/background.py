@@ -205,8 +205,9 @@ def decorate_main(b: WorldBuilder, story: Story, skip: tuple[str, ...] = ()) -> 
         # a downgrade's credit could exceed the charge after a cancellation or a seat cut
         upgrades_only = b.label in ("billed_after_cancellation", "seat_count_mismatch")
         upgrades_only = upgrades_only or seat_cuts(story)
+        back_ok, last_only = "swap_back" not in skip, "swap_last" in skip
         immediate_swap(
-            b, story, plans, upgrades_only=upgrades_only, back_ok="swap_back" not in skip
+            b, story, plans, upgrades_only=upgrades_only, back_ok=back_ok, last_only=last_only
         )
     if story.periods >= 2 and _main_draw(b, "withdrawn_plan", skip):
         plans = {p.id: p for p in b.draft.plans}

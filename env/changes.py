@@ -44,12 +44,14 @@ def immediate_swap(
     *,
     upgrades_only: bool = False,
     back_ok: bool = True,
+    last_only: bool = False,
 ) -> None:
     """An immediate change to the plan of the same kind (Team <-> Business, Growth <-> Scale,
     Starter -> Team)
     inside a period before the last, prorated correctly on the next invoice; `upgrades_only`:
     from the cheaper plan of a pair only; `back_ok=False`: no change back (a story that needs
-    one finished period free of changes and has only two)."""
+    one finished period free of changes and has only two); `last_only`: in the last period
+    before the current one (a story whose earlier periods must stay on the first plan)."""
     upgrades = {"TEAM": "BUSINESS", "GROWTH": "SCALE"}
     pairs = upgrades if upgrades_only else upgrades | {"BUSINESS": "TEAM", "SCALE": "GROWTH"}
     if not upgrades_only:  # flat to per-seat, as downgrade_not_applied's own decoy does
@@ -61,6 +63,7 @@ def immediate_swap(
     # after the trial (a change during it would credit time never charged), in the trial's
     # own period too, as proration_error's change, unless it was extended after it ended
     ks = [k for k in range(story.periods - 1) if swap_days(story, k, story.plan, to)]
+    ks = ks[-1:] if last_only else ks
     if not ks:
         return
     k = b.pick(ks)
