@@ -323,8 +323,8 @@ def test_a_short_real_run_writes_metrics_curve_adapter_and_summary(tmp_path: Pat
         run,
         out_dir=tmp_path / "out",
         steps=3,
-        sft_steps=3,
-        eval_scenarios=1,
+        sft_steps=10,  # a warm start that has met the format: turns that end, and some that do
+        eval_scenarios=1,  # not, give the format reward a spread (3 steps left every turn clipped)
         train_scenarios=8,  # enough groups that one differs in reward (a gradient to apply)
         model_cache=tmp_path / "cache",
     )
