@@ -283,12 +283,15 @@ def _cancel_at_date(
 def _cancel_after_changes(
     b: WorldBuilder, story: Story, asked: Event, canceled: Event, k: int
 ) -> date:
-    """The cancellation is the last word of its period k: a change the background put in the
-    same period comes before the request (after it, it would change a subscription already
-    ending). Returns the request's local day."""
-    closes = local_to_utc(story.period(k)[1], time(0, 0), story.timezone)
+    """The cancellation comes after a change the background put in the same period k (a
+    seat or plan change, a coupon), where that leaves it confirmed days before the period
+    ends (never near the boundary, the held-out timezone class); a later change stays after
+    it (a retention coupon, seats cut while winding down). Returns the request's local day."""
+    end = story.period(k)[1]
+    closes = local_to_utc(end - days(4), time(0, 0), story.timezone)
+    room = local_to_utc(end - days(5), time(0, 0), story.timezone)  # a day to ask and confirm
     others = [e.occurred_at for e in story.sub.events if e is not asked and e is not canceled]
-    latest = max((stamp for stamp in others if stamp < closes), default="")
+    latest = max((stamp for stamp in others if stamp < room), default="")
     if latest >= asked.occurred_at:
         asked.occurred_at = later_stamp(latest, b.rng, before=closes)
         canceled.occurred_at = later_stamp(asked.occurred_at, b.rng, before=closes)
