@@ -151,6 +151,9 @@ def ordered_by(b: WorldBuilder) -> str:
 
 MAIN_RATE = {"coupon": 0.45, "seats": 0.85, "swap": 1.0, "withdrawn": 0.3, "ended": 0.45}
 MAIN_RATE.update(coupon_removed=0.7, price_rise=0.3, withdrawn_plan=WITHDRAWN_PLAN_RATE)
+# a story that ends in the fault's cancellation has no running period for a pending coupon
+# (`pending_changes`): its coupon comes before, as often as another class's story has one
+MAIN_RATE_FOR = {("coupon", "billed_after_cancellation"): 0.6}
 MAIN_SKIP = {  # the fault's own structure, or one its arithmetic cannot share
     "coupon": ("coupon_not_applied",),
     "seats": ("seat_count_mismatch",),
@@ -202,8 +205,8 @@ def decorate_main(b: WorldBuilder, story: Story, skip: tuple[str, ...] = ()) -> 
     swap_ok = not story.plan_changes and not (fixed and b.label != "coupon_not_applied")
     if swap_ok and story.periods >= 2 and _main_draw(b, "swap", skip):
         plans = {p.id.removeprefix("PLN-"): p for p in b.draft.plans}
-        # a downgrade's credit could exceed the charge after a cancellation or a seat cut
-        upgrades_only = b.label in ("billed_after_cancellation", "seat_count_mismatch")
+        # a downgrade's credit could exceed a dated cancellation's prorated charge or a seat cut's
+        upgrades_only = "downgrades" in skip or b.label == "seat_count_mismatch"
         upgrades_only = upgrades_only or seat_cuts(story)
         back_ok, last_only = "swap_back" not in skip, "swap_last" in skip
         immediate_swap(
@@ -264,7 +267,7 @@ def _periods_before_cancel(story: Story) -> int:
 def _main_draw(b: WorldBuilder, feature: str, skip: tuple[str, ...]) -> bool:
     if feature in skip or b.label in MAIN_SKIP[feature]:
         return False
-    return b.rng.random() < MAIN_RATE[feature]
+    return b.rng.random() < MAIN_RATE_FOR.get((feature, b.label), MAIN_RATE[feature])
 
 
 def _withdrawn_cancel(b: WorldBuilder, story: Story, k: int) -> None:
@@ -532,13 +535,18 @@ def _cancel_on_date(b: WorldBuilder, story: Story, k: int) -> None:
 PENDING_RATE = {"cancel": 0.75, "scheduled": 0.35, "immediate": 0.35, "seats": 0.5, "coupon": 0.45}
 PENDING_RATE["withdrawn"] = 0.3
 PENDING_SKIP = {  # the fault's own signal: never a pending look-alike in that class
-    "cancel": ("billed_after_cancellation", "timezone_period_boundary"),
+    "cancel": ("timezone_period_boundary",),
     "withdrawn": (),
     "scheduled": ("downgrade_not_applied",),
     "immediate": ("proration_error", "timezone_period_boundary"),
     "seats": (),  # after the last invoice: no invoice bills it, the seat fault's included
     "coupon": ("coupon_not_applied",),
 }
+
+# billed_after_cancellation's main story always ends in a cancellation, another class's only
+# now and then: its other subscriptions' pending ones at a share that evens the count out
+PENDING_SHARE = {("cancel", "billed_after_cancellation"): 0.5}
+PENDING_SHARE[("withdrawn", "billed_after_cancellation")] = 0.5
 
 
 def pending_changes(b: WorldBuilder, story: Story, opened_at: str) -> list[str]:
@@ -558,6 +566,7 @@ def pending_changes(b: WorldBuilder, story: Story, opened_at: str) -> list[str]:
     current = original = story.plan_at(start)
     changed_on: date | None = None  # the day of a pending immediate plan change
     for feature, rate in PENDING_RATE.items():
+        rate *= PENDING_SHARE.get((feature, b.label), 1.0)
         if b.rng.random() >= rate or b.label in PENDING_SKIP[feature]:
             continue
         if feature == "withdrawn" and "pending_cancel" in features:

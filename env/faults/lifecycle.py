@@ -10,13 +10,13 @@ recompute with the input the timeline shows, or the total of an invoice that sho
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import date
+from datetime import date, time
 from typing import Any
 
 from env.background import decorate_main
 from env.billing import BillingInputs
 from env.builder import EXTENDED_TRIAL_RATE, WorldBuilder
-from env.calendar import days, local_to_utc
+from env.calendar import days, local_to_utc, utc_to_local_date
 from env.faults.base import FaultOutcome, call, recompute
 from env.faults.common import (
     METERED_RATE,
@@ -30,7 +30,7 @@ from env.faults.plan_changes import day_inside, record_event
 from env.lookalikes_life import charge_before_extension, extend_later, zero_covers
 from env.lookalikes_values import fault_seat_cut, seat_step
 from env.money import format_cents
-from env.story import Story
+from env.story import Story, later_stamp
 from env.world import Event, Invoice, Plan
 
 SEAT_VARIANTS = ("reduction_ignored", "rise_billed_early", "reduction_reverted")
@@ -49,6 +49,7 @@ TRIAL_VARIANTS = ("trial_days_charged", "trial_shortened", "extended_trial")
 # the trial as granted at signup: the plan's standard days, or (as on every main subscription,
 # `WorldBuilder.main_trial`) a few more; the fault's later extension comes on top of it
 EXTENDED_RATE = EXTENDED_TRIAL_RATE
+CANCEL_WITHDRAWN_RATE = 0.05  # the fault's own withdrawn request before its cancellation
 CANCEL_REASONS = ("too_expensive", "switched_provider", "project_ended", "missing_features")
 
 
@@ -165,13 +166,18 @@ def billed_after_cancellation(b: WorldBuilder) -> FaultOutcome:
     extra = {"next_period_billed": 1, "cancel_at_date": 1}.get(variant) or b.rng.randint(
         2, 2 if b.difficulty == "L1" else 3
     )
-    legit = b.rng.randint(1, 3 - extra) if b.difficulty == "L1" else periods_for(b)
+    # as many invoices as another class's main story (its periods, then maybe one billed up
+    # to the dispute), and periods enough before the cancellation for the background's seat
+    # and plan changes, coupon and withdrawn request (`decorate_main`)
+    extra = 1 if b.difficulty == "L1" else extra
+    legit = max(2, periods_for(b) - extra)
     story = b.make_story(plan, seats=seats_for(b, plan), periods=legit, trial=b.main_trial(plan))
     if metered:
         b.fill_usage(story)
     traps = []
     withdrawn_k = None
-    chance = {"L1": 0.35, "L2": 0.25, "L3": 0.5}[b.difficulty]  # as often as elsewhere
+    # with `decorate_main`'s own withdrawn request, as often as on another class's main story
+    chance = CANCEL_WITHDRAWN_RATE
     if legit >= 2 and b.rng.random() < chance:
         withdrawn_k = b.rng.randrange(0, legit - 1)
         _withdrawn_cancel(b, story, withdrawn_k)
@@ -184,13 +190,22 @@ def billed_after_cancellation(b: WorldBuilder) -> FaultOutcome:
         story.cancel_effective = start + days(b.rng.randint(3, (end - start).days - 3))
         story.periods = legit + 1
         effective = story.cancel_effective.isoformat()
+        if metered:  # billed in arrears on the prorated last invoice (as `_cancel_on_date`)
+            b.record_usage(story, legit - 1)
     else:
         story.cancel_effective = story.period(legit)[0]
     details = {"effective": effective, "reason": reason}
-    record_event(b, story, day, "cancel_requested", details)
+    asked = record_event(b, story, day, "cancel_requested", details)
     confirmed_on = day + days(b.rng.randint(1, 2))
     canceled = record_event(b, story, confirmed_on, "canceled", {"effective": effective})
-    decorate_main(b, story)
+    # the background sees the period after the cancellation as any story's last: seat and
+    # plan changes, a coupon, may come in the cancellation's period too, as often as in
+    # another class's story of as many periods (an invoice after it bills them)
+    story.periods = legit + 1
+    # a downgrade's credit could exceed the prorated last charge of a dated cancellation
+    decorate_main(b, story, skip=("downgrades",) if variant == "cancel_at_date" else ())
+    story.periods = legit + 1 if variant == "cancel_at_date" else legit
+    day = _cancel_after_changes(b, story, asked, canceled, legit - 1)
     invoices = b.bill(story)
     # the billing system never processed the cancellation (it kept billing): the row mostly
     # still says active; the timeline's canceled event is the authority
@@ -263,6 +278,25 @@ def _cancel_at_date(
         traps=traps,
         variant="cancel_at_date",
     )
+
+
+def _cancel_after_changes(
+    b: WorldBuilder, story: Story, asked: Event, canceled: Event, k: int
+) -> date:
+    """The cancellation comes after a change the background put in the same period k (a
+    seat or plan change, a coupon), where that leaves it confirmed days before the period
+    ends (never near the boundary, the held-out timezone class); a later change stays after
+    it (a retention coupon, seats cut while winding down). Returns the request's local day."""
+    end = story.period(k)[1]
+    closes = local_to_utc(end - days(4), time(0, 0), story.timezone)
+    room = local_to_utc(end - days(5), time(0, 0), story.timezone)  # a day to ask and confirm
+    others = [e.occurred_at for e in story.sub.events if e is not asked and e is not canceled]
+    latest = max((stamp for stamp in others if stamp < room), default="")
+    if latest >= asked.occurred_at:
+        asked.occurred_at = later_stamp(latest, b.rng, before=closes)
+        canceled.occurred_at = later_stamp(asked.occurred_at, b.rng, before=closes)
+        story.sub.events.sort(key=lambda e: e.occurred_at)
+    return utc_to_local_date(asked.occurred_at, story.timezone)
 
 
 def _withdrawn_cancel(b: WorldBuilder, story: Story, k: int) -> None:
