@@ -13,10 +13,10 @@ every gate is printed with its value, bound and margin, on every sample it is ch
   - fingerprint token: support >= 1% and precision > 0.5 for a faulted class (train; test pool),
   - comparison check at L2 or L3: support >= 1% and precision > 0.85 for a faulted class.
 Run: `python -m checks.probe [--train 5000] [--test-train 1000] [--workers N] [--json PATH]`.
-`--known checks/probe_known.json` (what CI runs) is a ratchet for the gates the world does not
-meet yet (issue 19): such a gate may keep failing, but not get worse than its recorded value by
-more than `KNOWN_SLACK`; any other failing gate still fails the probe. Without it, every broken
-gate fails.
+`--known FILE` (written by `--write-known FILE`) is a ratchet for gates a world change does not
+meet yet: such a gate may keep failing, but not get worse than its recorded value by more than
+`KNOWN_SLACK`; any other failing gate still fails the probe. Without it (what CI runs), every
+broken gate fails.
 """
 
 from __future__ import annotations
@@ -387,7 +387,7 @@ def write_known(
     path: Path, gates: Sequence[Gate], tokens: Sequence[TokenResult], checks: Sequence[CheckResult]
 ) -> None:
     payload = {
-        "why": "gates the world does not meet yet (issue 19); checks.probe --known keeps them from "
+        "why": "gates the world does not meet yet; checks.probe --known keeps them from "
         "getting worse and fails on any new broken gate, fingerprint token or comparison check",
         "gates": [
             {"name": g.name, "sample": g.sample, "value": round(g.value, 3)}
