@@ -26,6 +26,7 @@ DETAIL_RESERVE = 9  # calls kept back from get_invoice for tax look-ups, confirm
 TAX_RESERVE = 6  # calls kept back from get_tax_rate
 SUMMARY_LIMIT = 3900  # submit_findings accepts 4000 characters
 _INVOICE_ID = re.compile(r"INV-[0-9A-Z]{4,12}")
+_AMOUNT = re.compile(r"(?<![\d.])\d+\.\d{2}(?![\d])")  # a money figure a complaint quotes
 
 
 @dataclass(frozen=True)
@@ -207,19 +208,21 @@ def reading_order(ev: Evidence, complaint: str) -> list[Json]:
 def _reading_order(
     invoices: list[Json], complaint: str, after: set[str], payments: list[Json]
 ) -> list[Json]:
-    """Invoices the complaint names first, and those whose payments net of refunds exceed the
-    total (a duplicate, or a second charge an earlier credit note already returned: only the
-    invoice's `amount_credited` tells); then the first invoice after each timeline change
-    (`_after_changes`), then the ones whose total moved most from the same subscription's
-    previous invoice (a fault changes a total; when the budget cannot fetch every invoice,
-    those are the ones worth reading; an invoice repeating a moved total keeps half its move,
-    since a fault often runs on), then the rest in period order."""
+    """Invoices the complaint names (by id or by the total it quotes) first, and those whose
+    payments net of refunds exceed the total (a duplicate, or a second charge an earlier
+    credit note already returned: only the invoice's `amount_credited` tells); then the first
+    invoice after each timeline change (`_after_changes`), then the ones whose total moved most
+    from the same subscription's previous invoice (a fault changes a total; when the budget
+    cannot fetch every invoice, those are the ones worth reading; an invoice repeating a moved
+    total keeps half its move, since a fault often runs on), then the rest in period order."""
     net: dict[str, int] = {}
     for p in payments:
         sign = {"succeeded": 1, "refunded": -1}.get(str(p.get("status")), 0)
         key = str(p.get("invoice_id"))
         net[key] = net.get(key, 0) + sign * (cents(p.get("amount")) or 0)
     named = set(_INVOICE_ID.findall(complaint))
+    quoted = set(_AMOUNT.findall(complaint))  # an invoice named by the total it quotes
+    named |= {s["invoice_id"] for s in invoices if s.get("total") in quoted}
     named |= {
         s["invoice_id"]
         for s in invoices

@@ -139,8 +139,9 @@ def stuff_summary(s: Scenario) -> Steps:
 
 def submit_twice(s: Scenario) -> Steps:
     target = named_invoice(s.complaint, (yield from billed_invoices(s)))
-    items = {target["invoice_id"]: target["total"]}
-    yield submit(guess_label(s.complaint), items, summary_of(items))
+    label = guess_label(s.complaint)  # a first answer the tool accepts (no_error lists nothing)
+    items = {} if label == "no_error" else {target["invoice_id"]: target["total"]}
+    yield submit(label, items, summary_of(items) if items else "No overcharge found.")
     # The right answer, second. The rollout ends at the first submission, and LedgerEnv refuses
     # a second one anyway (tests/rewards/test_reward.py drives that directly).
     yield truth_of(s).reference[-1]
