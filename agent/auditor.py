@@ -222,7 +222,7 @@ def _reading_order(
         net[key] = net.get(key, 0) + sign * (cents(p.get("amount")) or 0)
     named = set(_INVOICE_ID.findall(complaint))
     quoted = set(_AMOUNT.findall(complaint))  # an invoice named by the total it quotes
-    named |= {s["invoice_id"] for s in invoices if s.get("total") in quoted}
+    named |= {s["invoice_id"] for s in invoices if str(s.get("total")) in quoted}
     named |= {
         s["invoice_id"]
         for s in invoices

@@ -17,7 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent.auditor import auditor_program
+from agent.audit_evidence import Evidence
+from agent.auditor import auditor_program, reading_order
 from agent.messages import assistant_message
 from agent.program_policy import Program, auditor_policy
 from env.episode import EpisodeRecord, drafted_credits, record_episode
@@ -259,3 +260,15 @@ def test_eval_run_grades_the_auditor_as_it_grades_any_model(
     assert (summary["scenarios"], summary["episodes"], summary["errors"]) == (3, 3, 0)
     assert summary["overall"]["pass1"]["estimate"] == 1.0
     assert summary["false_reversal"]["count"] == 0
+
+
+def test_an_invoice_the_complaint_names_by_its_total_is_read_first() -> None:
+    """eval-100067: a complaint that quotes a total, not an id, still points at its invoice."""
+    ev = Evidence()
+    ev.invoices = [
+        {"invoice_id": f"INV-{n}AAAA", "subscription_id": "SUB-1", "total": total}
+        for n, total in enumerate(["900.00", "950.00", "960.00", "965.00"])
+    ]  # the last one moved least: without the quote it is read last
+    assert reading_order(ev, "Please send back 65.00 EUR.")[-1]["invoice_id"] == "INV-3AAAA"
+    order = reading_order(ev, "Please send back the 965.00 EUR you took.")
+    assert order[0]["invoice_id"] == "INV-3AAAA"
