@@ -117,7 +117,27 @@ class _Audit:
             for candidate in currency_conversion_error(ev, sweep=True):
                 found = yield from self.verify(candidate, findings)
                 findings += found
+        findings += yield from self.follow_on(ev, findings)
         return findings
+
+    def follow_on(
+        self, ev: Evidence, findings: list[Finding]
+    ) -> Generator[ToolCall, str, list[Finding]]:
+        """A fault often runs on: the same subscription's next invoice after a confirmed one,
+        when the budget left it unread, is fetched and checked for the same fault."""
+        extra: list[Finding] = []
+        for finding in list(findings):
+            following = _next_invoice(ev, finding.invoice_id)
+            if following is None or following in ev.details:
+                continue
+            credits = len({f.invoice_id for f in findings + extra}) + 1
+            if self.left < 2 + credits + 1:  # the invoice, its recompute, the credits, report
+                break
+            ev.details[following] = yield from self.ask("get_invoice", invoice_id=following)
+            for candidate in run_checks(ev):
+                if candidate.invoice_id == following and candidate.label == finding.label:
+                    extra += yield from self.verify(candidate, findings + extra)
+        return extra
 
     def verify(
         self, candidate: Candidate, findings: list[Finding]
@@ -198,6 +218,16 @@ def _after_changes(ev: Evidence) -> set[str]:
             if after:
                 first.add(after[0]["invoice_id"])
     return first
+
+
+def _next_invoice(ev: Evidence, invoice_id: str) -> str | None:
+    """The invoice after `invoice_id` on its subscription, in the listing's period order."""
+    listing = [s for s in ev.invoices if s.get("invoice_id") == invoice_id]
+    if not listing:
+        return None
+    own = [s for s in ev.invoices if s.get("subscription_id") == listing[0].get("subscription_id")]
+    at = own.index(listing[0])
+    return str(own[at + 1]["invoice_id"]) if at + 1 < len(own) else None
 
 
 def reading_order(ev: Evidence, complaint: str) -> list[Json]:

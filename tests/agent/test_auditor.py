@@ -272,3 +272,17 @@ def test_an_invoice_the_complaint_names_by_its_total_is_read_first() -> None:
     assert reading_order(ev, "Please send back 65.00 EUR.")[-1]["invoice_id"] == "INV-3AAAA"
     order = reading_order(ev, "Please send back the 965.00 EUR you took.")
     assert order[0]["invoice_id"] == "INV-3AAAA"
+
+
+def test_the_invoice_a_fault_would_run_on_to_is_the_same_subscriptions_next() -> None:
+    from agent.auditor import _next_invoice
+
+    ev = Evidence()
+    ev.invoices = [
+        {"invoice_id": "INV-A1", "subscription_id": "SUB-1"},
+        {"invoice_id": "INV-B1", "subscription_id": "SUB-2"},
+        {"invoice_id": "INV-A2", "subscription_id": "SUB-1"},
+    ]
+    assert _next_invoice(ev, "INV-A1") == "INV-A2"
+    assert _next_invoice(ev, "INV-A2") is None and _next_invoice(ev, "INV-B1") is None
+    assert _next_invoice(ev, "INV-ZZ") is None
