@@ -5,9 +5,9 @@ if only that class had it, one row would give the label away. So every scenario,
 label, draws the same features at the same rates: the exemption certificate with the customer
 (`WorldBuilder.make_customer`), and here the second subscription from L2 on (a trial, a coupon,
 seat changes, an immediate or scheduled plan change, a cancellation, a withdrawn one) and the
-payments
-(a charge taken twice and refunded in full, a goodwill credit note, memos and notes). None of
-them changes the truth: the story machinery bills them exactly like any other period.
+main subscription's share; the payments' share is `env.background_payments`, the current
+period's `env.background_pending`. None of them changes the truth: the story machinery bills
+them exactly like any other period.
 """
 
 from __future__ import annotations
@@ -17,10 +17,9 @@ from datetime import date, time, timedelta
 
 from env import lookalikes_tax
 from env.builder import WorldBuilder, data
-from env.calendar import days, local_to_utc, utc_to_local_date
-from env.changes import earlier_credit, immediate_swap, late_days
+from env.calendar import days, local_to_utc
+from env.changes import immediate_swap, late_days
 from env.lookalikes_life import retro_trial, reversed_cancel, scheduled_first
-from env.lookalikes_pay import credited_second_charge
 from env.lookalikes_plans import (
     WITHDRAWN_PLAN_RATE,
     WITHDRAWN_SECOND_RATE,
@@ -30,7 +29,7 @@ from env.lookalikes_plans import (
 )
 from env.lookalikes_values import high_fx_day, seat_cut_ok, seat_cuts, seat_step
 from env.story import Story, later_stamp
-from env.world import Invoice, Plan
+from env.world import Plan
 
 FEATURE_RATE = {
     "trial": 0.6,
@@ -48,18 +47,6 @@ FEATURE_RATE = {
     "memo": 0.2,
     "notes": 0.25,
 }
-MEMOS = (
-    "PO {n} - please quote on remittance",
-    "Cost centre {n}",
-    "Billing contact changed to accounts payable",
-    "Ref. contract {n}",
-)
-NOTES = (
-    "Prefers invoices by email to the finance team.",
-    "Annual budget review every {month}.",
-    "Account moved from the self-serve desk in {month}.",
-    "Pays by bank debit; card kept as backup.",
-)
 CANCEL_REASONS = ("too_expensive", "switched_provider", "project_ended", "missing_features")
 
 
@@ -68,7 +55,7 @@ def decorate_second(b: WorldBuilder, plans: dict[str, Plan]) -> tuple[Story, lis
     metered = [p for p in plans.values() if p.overage_unit_price_cents]
     plain = [p for p in plans.values() if not p.overage_unit_price_cents]
     plan = b.pick(metered if b.rng.random() < 0.4 else plain)
-    trial = plan.trial_days > 0 and _draw(b, "trial")
+    trial = plan.trial_days > 0 and draw(b, "trial")
     story = b.make_story(
         plan,
         seats=b.rng.randint(2, 12) if plan.per_seat else 1,
@@ -78,26 +65,26 @@ def decorate_second(b: WorldBuilder, plans: dict[str, Plan]) -> tuple[Story, lis
     features = ["trial"] if trial else []
     if plan.overage_unit_price_cents:
         b.fill_usage(story)
-    if trial and _draw(b, "extended_trial"):
+    if trial and draw(b, "extended_trial"):
         _extend_trial(b, story)
         features.append("extended_trial")
     elif trial and retro_trial(b, story):
         features.append("retro_trial")
     first_paid = 1 if trial else 0
-    if _draw(b, "ordered_by"):
+    if draw(b, "ordered_by"):
         story.sub.events[0].details["ordered_by"] = ordered_by(b)
         features.append("ordered_by")
-    if _draw(b, "coupon"):  # maybe a fixed amount off, then no change shrinks a subtotal
+    if draw(b, "coupon"):  # maybe a fixed amount off, then no change shrinks a subtotal
         _coupon(b, story, first_paid, fixed_ok=True)
         features.append("coupon")
     fixed = story.coupon is not None and story.coupon.amount_off_cents is not None
-    if plan.per_seat and _draw(b, "seats"):
+    if plan.per_seat and draw(b, "seats"):
         ks = sorted(b.rng.sample(range(story.periods - 1), b.rng.randint(1, 2)))
         for k in ks:
             _seat_change(b, story, k, last=k == ks[-1])
         features.append("seats")
     swap = None if fixed else _swap_plan(plan, plans)
-    if swap is not None and _draw(b, "upgrade_now"):
+    if swap is not None and draw(b, "upgrade_now"):
         count = 2 if story.periods - 1 - first_paid >= 2 and b.rng.random() < 0.5 else 1
         ks = sorted(b.rng.sample(range(first_paid, story.periods - 1), count))
         old, new = plan, swap
@@ -108,7 +95,7 @@ def decorate_second(b: WorldBuilder, plans: dict[str, Plan]) -> tuple[Story, lis
             _plan_change(b, story, day, new, "immediately")
             old, new = new, old
         features.append("upgrade_now")
-    elif swap is not None and _draw(b, "scheduled_downgrade"):
+    elif swap is not None and draw(b, "scheduled_downgrade"):
         if withdrawn_plan_change(b, story, plans, WITHDRAWN_SECOND_RATE):
             features.append("withdrawn_plan_change")
             return _second_end(b, story, features, first_paid)
@@ -127,12 +114,12 @@ def _second_end(
     b: WorldBuilder, story: Story, features: list[str], first_paid: int
 ) -> tuple[Story, list[str]]:
     """The second subscription's cancellation story: withdrawn, done, or none."""
-    if _draw(b, "withdrawn_cancel"):
+    if draw(b, "withdrawn_cancel"):
         k = b.rng.randint(0, story.periods - 2)
         if not (k >= first_paid and reversed_cancel(b, story, k)):
             _withdrawn_cancel(b, story, k)
         features.append("withdrawn_cancel")
-    elif _draw(b, "cancel"):
+    elif draw(b, "cancel"):
         _cancel(b, story)
         features.append("cancel")
     return story, features
@@ -280,93 +267,8 @@ def _withdrawn_cancel(b: WorldBuilder, story: Story, k: int) -> None:
     story.event(later, b.work_time(), "renewed", {"cancel_request_withdrawn": True})
 
 
-def decorate_payments(b: WorldBuilder, avoid: list[Invoice]) -> list[str]:
-    """Payment-level look-alikes on invoices the fault does not touch."""
-    assert b.draft is not None
-    features = []
-    safe = [
-        inv
-        for inv in b.draft.invoices
-        if inv not in avoid
-        and inv.correct == inv.billed
-        and inv.billed_amounts().total_cents > 0
-        and any(p.invoice_id == inv.id and p.status == "succeeded" for p in b.draft.payments)
-    ]
-    if safe and _draw(b, "refunded_second_charge"):
-        for invoice in b.rng.sample(safe, min(len(safe), b.pick((1, 1, 2, 3)))):
-            first = next(
-                p
-                for p in b.draft.payments
-                if p.invoice_id == invoice.id and p.status == "succeeded"
-            )
-            again = b.pay(invoice, after=first.paid_at, status="succeeded")
-            assert again is not None
-            b.refund(again, again.amount_cents)
-        features.append("refunded_second_charge")
-    # paid in two instalments that add up to the total: on any invoice, faulted ones too, but
-    # never the one whose second charge is the fault
-    splittable = [
-        inv
-        for inv in b.draft.invoices
-        if (inv not in avoid or b.label != "duplicate_payment")
-        and inv.billed_amounts().total_cents > 0
-        and any(p.invoice_id == inv.id and p.status == "succeeded" for p in b.draft.payments)
-    ]
-    if splittable and _draw(b, "split_payment"):
-        for invoice in b.rng.sample(splittable, min(len(splittable), b.pick((1, 2, 2, 3)))):
-            _split(b, invoice)
-        features.append("split_payment")
-    credited_ids = {n.invoice_id for n in b.draft.credit_notes}  # a trial's credit came first
-    safe = [inv for inv in safe if inv.id not in credited_ids]
-    credited = credited_second_charge(b, safe)  # a second charge made good by a credit note
-    if credited is not None:
-        safe.remove(credited)
-        features.append("credited_second_charge")
-    if safe and _draw(b, "goodwill_credit"):
-        invoice = b.pick(safe)
-        total = invoice.billed_amounts().total_cents
-        cents = min(total, max(100, total * b.rng.randint(5, 20) // 100))  # never beyond it
-        earlier_credit(b, invoice, cents, invoice.issued_at)
-        features.append("goodwill_credit")
-    if b.draft.invoices and _draw(b, "memo"):
-        invoice = b.pick(b.draft.invoices)
-        if not invoice.memo:
-            invoice.memo = b.pick(MEMOS).format(n=b.rng.randint(1000, 99999))
-            features.append("memo")
-    if b.customer.currency != "USD":  # the rate table holds more days than the invoices use
-        first_start = min(inv.billed.period_start for inv in b.draft.invoices)
-        last_start = max(inv.billed.period_start for inv in b.draft.invoices)
-        span = max(1, (last_start - first_start).days + 20)
-        for _ in range(b.rng.randint(2, 12) - extra_fx_days(b)):
-            b.fx_on(first_start + days(b.rng.randint(0, span)))
-    if _draw(b, "notes") and not b.customer.notes:
-        month = b.pick(("January", "April", "July", "October"))
-        b.customer.notes = b.pick(NOTES).format(month=month)
-        features.append("notes")
-    return features
-
-
-def extra_fx_days(b: WorldBuilder) -> int:
-    """Days the rate table holds that no invoice's correct inputs use (a fault's stale rate,
-    a look-alike's day): the background tops the table up to the same count in every class."""
-    assert b.draft is not None
-    used = {inv.correct.fx_rate_date.isoformat() for inv in b.draft.invoices if inv.correct}
-    return sum(day not in used for day, _, _, _ in b.draft.fx_rates)
-
-
-def _split(b: WorldBuilder, invoice: Invoice) -> None:
-    """The invoice's one successful payment becomes two instalments adding up to the same."""
-    assert b.draft is not None
-    paid = [p for p in b.draft.payments if p.invoice_id == invoice.id and p.status == "succeeded"]
-    if len(paid) == 1:
-        first = paid[0]
-        part = first.amount_cents * b.rng.randint(20, 80) // 100
-        rest = b.pay(invoice, after=first.paid_at, status="succeeded")
-        assert rest is not None
-        rest.amount_cents, first.amount_cents = first.amount_cents - part, part
-
-
-def _draw(b: WorldBuilder, feature: str) -> bool:
+def draw(b: WorldBuilder, feature: str) -> bool:
+    """One background feature, at its `FEATURE_RATE`."""
     return b.rng.random() < FEATURE_RATE[feature]
 
 
@@ -530,98 +432,3 @@ def _cancel_on_date(b: WorldBuilder, story: Story, k: int) -> None:
     story.event_at(confirmed, "canceled", {"effective": ends.isoformat()})
     story.cancel_effective = ends
     story.sub.status = "canceled"
-
-
-PENDING_RATE = {"cancel": 0.75, "scheduled": 0.35, "immediate": 0.35, "seats": 0.5, "coupon": 0.45}
-PENDING_RATE["withdrawn"] = 0.3
-PENDING_SKIP = {  # the fault's own signal: never a pending look-alike in that class
-    "cancel": ("timezone_period_boundary",),
-    "withdrawn": (),
-    "scheduled": ("downgrade_not_applied",),
-    "immediate": ("proration_error", "timezone_period_boundary"),
-    "seats": (),  # after the last invoice: no invoice bills it, the seat fault's included
-    "coupon": ("coupon_not_applied",),
-}
-
-# billed_after_cancellation's main story always ends in a cancellation, another class's only
-# now and then: its other subscriptions' pending ones at a share that evens the count out
-PENDING_SHARE = {("cancel", "billed_after_cancellation"): 0.5}
-PENDING_SHARE[("withdrawn", "billed_after_cancellation")] = 0.5
-
-
-def pending_changes(b: WorldBuilder, story: Story, opened_at: str) -> list[str]:
-    """Changes the customer made in the current period, which no invoice reflects yet (the next
-    one will): a cancellation or a plan change at period end, an immediate plan change, a seat
-    change, a coupon. They give every class the timeline signals of the lifecycle faults."""
-    opened_day = utc_to_local_date(opened_at, story.timezone)
-    ks = story.billed_periods()
-    if not ks or story.sub.status != "active" or story.cancel_effective is not None:
-        return []
-    start, end = story.period(ks[-1])
-    first, last = story.issue_day(ks[-1]) + days(1), min(opened_day, end) - days(1)
-    if last < first:
-        return []
-    features = []
-    plans = {p.id: p for p in b.draft.plans} if b.draft else {}
-    current = original = story.plan_at(start)
-    changed_on: date | None = None  # the day of a pending immediate plan change
-    for feature, rate in PENDING_RATE.items():
-        rate *= PENDING_SHARE.get((feature, b.label), 1.0)
-        if b.rng.random() >= rate or b.label in PENDING_SKIP[feature]:
-            continue
-        if feature == "withdrawn" and "pending_cancel" in features:
-            continue  # one cancellation story per period: asked and confirmed, or withdrawn
-        if story.keeps_plan and feature in ("scheduled", "immediate"):
-            continue
-        day = first + days(b.rng.randint(0, (last - first).days))
-        at = b.work_time()
-        if feature == "cancel":
-            details = {"effective": "at_period_end", "reason": b.pick(CANCEL_REASONS)}
-            asked = story.event(day, at, "cancel_requested", details)
-            if b.rng.random() < 0.9:  # confirmed soon after; the period runs out after the dispute
-                confirmed = later_stamp(asked, b.rng, before=opened_at)
-                story.event_at(confirmed, "canceled", {"effective": "at_period_end"})
-        elif feature == "withdrawn":  # asked to cancel, then changed their mind
-            details = {"effective": "at_period_end", "reason": b.pick(CANCEL_REASONS)}
-            asked = story.event(day, at, "cancel_requested", details)
-            withdrawn = later_stamp(asked, b.rng, before=opened_at)
-            story.event_at(withdrawn, "renewed", {"cancel_request_withdrawn": True})
-        elif feature in ("scheduled", "immediate"):
-            others = [p for p in plans.values() if p.id != current.id]
-            same = [p for p in others if p.per_seat == current.per_seat] or others
-            to = b.pick(same)
-            effective = "at_period_end" if feature == "scheduled" else "immediately"
-            details = {"from_plan_id": current.id, "to_plan_id": to.id, "effective": effective}
-            story.event(day, at, "plan_changed", details)
-            if feature == "immediate":  # a scheduled change is still ahead: the plan stays
-                story.sub.plan_id = to.id
-                current, changed_on = to, day
-        elif (
-            feature == "seats"
-            and (current if changed_on is None or day > changed_on else original).per_seat
-            and current.per_seat
-        ):
-            seats = story.sub.seats
-            after = max(1, seats + b.pick((-2, -1, 1, 2, 4)))
-            details = {"from_seats": seats, "to_seats": after if after != seats else seats + 1}
-            details["effective"] = "next_period"
-            story.event(day, at, "seats_changed", details)
-            # the row shows the seats ordered, the next invoice bills them (as a pending
-            # immediate plan change shows its plan): the last invoice still has the old count
-            story.sub.seats = details["to_seats"]
-        elif feature == "coupon" and story.coupon is None:
-            coupon = b.new_coupon(
-                duration=b.pick(("once", "repeating", "forever")),
-                periods=None,
-                valid_from=day - days(b.rng.randint(0, 30)),
-                valid_until=day + days(b.rng.randint(60, 400)),
-                **coupon_terms(b, story, (10, 15, 20, 25, 30)),
-            )
-            if coupon.duration == "repeating":
-                coupon.duration_periods = b.rng.randint(2, 6)
-            story.sub.coupon_code = coupon.code
-            story.event(day, at, "coupon_applied", {"coupon_code": coupon.code})
-        else:
-            continue
-        features.append(f"pending_{feature}")
-    return features

@@ -7,7 +7,8 @@ agent that credits them commits a false reversal.
 
 from __future__ import annotations
 
-from env.background import decorate_payments, decorate_second
+from env.background import decorate_second
+from env.background_payments import decorate_payments
 from env.builder import WorldBuilder
 from env.faults.base import FaultOutcome
 from env.lookalikes_life import charge_before_extension, settle_main_trial, signup_zero

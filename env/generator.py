@@ -12,7 +12,7 @@ import random
 from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
 
-from env.background import pending_changes
+from env.background_pending import pending_changes
 from env.builder import WorldBuilder
 from env.calendar import days, local_to_utc, utc_stamp, utc_to_local_date
 from env.complaints import render_complaint

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Sequence
 from datetime import date
 from functools import cache
 from importlib import resources
@@ -257,7 +258,7 @@ def _run(b: TaxWorld, story: Story) -> list[date]:
     return [story.issue_day(k) for k in ks]
 
 
-def certificate_off(b: TaxWorld, compared: list[date], keep: list[date] = ()) -> None:
+def certificate_off(b: TaxWorld, compared: list[date], keep: Sequence[date] = ()) -> None:
     """The compared invoices are taxed. Only where the certificate would cover one of them
     does it change: its window ends before the first of them or opens after the last,
     whichever keeps more of it (a certificate that lapsed, or one obtained later), never

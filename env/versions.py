@@ -28,6 +28,8 @@ def tool_contract_hash() -> str:
 # what decides the bytes of a (split, seed): the engine, the world, the builders and their data
 _GENERATION_FILES = (
     "background.py",
+    "background_payments.py",
+    "background_pending.py",
     "billing.py",
     "builder.py",
     "calendar.py",

@@ -41,7 +41,7 @@ SEAT_VARIANTS_DRAWN = (
     "reduction_reverted",
 )
 # L2/L3 seat scenarios with a correctly billed seat change before the fault: with the pending
-# change after the last invoice (`background.pending_changes`), as many seats_changed events
+# change after the last invoice (`background_pending.pending_changes`), as many seats_changed events
 # and billed seat counts as elsewhere, so neither count gives the class away
 SEAT_DECOY_RATE = 0.15
 CANCEL_VARIANTS = ("next_period_billed", "kept_billing", "cancel_at_date")

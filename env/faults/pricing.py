@@ -197,7 +197,7 @@ def usage_overage_miscalculated(b: WorldBuilder) -> FaultOutcome:
     # finished period only, no swap (it would split it); two, no change back (it would
     # split the other)
     keep_plan = variant == "included_not_subtracted" or n < 2
-    skip = ("swap",) if keep_plan else ("swap_back",) if n == 2 else ()
+    skip: tuple[str, ...] = ("swap",) if keep_plan else ("swap_back",) if n == 2 else ()
     # L2/L3 has no other form to fall back on: a move to Scale's far larger allowance, where a
     # doubled month stays included, comes last, after Growth periods doubling overcharges
     if b.difficulty != "L1" and story.plan.id == "PLN-GROWTH":
