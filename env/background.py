@@ -28,7 +28,7 @@ from env.lookalikes_plans import (
     withdrawn_plan_change,
 )
 from env.lookalikes_values import high_fx_day, seat_cut_ok, seat_cuts, seat_step
-from env.story import Story, later_stamp
+from env.story import CANCEL_REASONS, Story, later_stamp
 from env.world import Plan
 
 FEATURE_RATE = {
@@ -47,7 +47,6 @@ FEATURE_RATE = {
     "memo": 0.2,
     "notes": 0.25,
 }
-CANCEL_REASONS = ("too_expensive", "switched_provider", "project_ended", "missing_features")
 
 
 def decorate_second(b: WorldBuilder, plans: dict[str, Plan]) -> tuple[Story, list[str]]:

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from datetime import date
 
-from env.background import CANCEL_REASONS, coupon_terms
+from env.background import coupon_terms
 from env.builder import WorldBuilder
 from env.calendar import days, utc_to_local_date
-from env.story import Story, later_stamp
+from env.story import CANCEL_REASONS, Story, later_stamp
 
 PENDING_RATE = {"cancel": 0.75, "scheduled": 0.35, "immediate": 0.35, "seats": 0.5, "coupon": 0.45}
 PENDING_RATE["withdrawn"] = 0.3

@@ -20,13 +20,12 @@ from env.billing import compute_invoice
 from env.builder import WorldBuilder
 from env.calendar import days, local_to_utc
 from env.changes import earlier_credit
-from env.story import Story, later_stamp
+from env.story import CANCEL_REASONS, Story, later_stamp
 from env.world import Invoice
 
 REVERSED_SHARE = 0.5  # of the withdrawn cancellations: confirmed first, then reversed
 DATED_SHARE = 0.35  # of the reversed ones: asked to end on a date (as `_cancel_on_date`)
 RETRO_TRIAL_RATE = 0.5  # of the second subscription's standard trials
-CANCEL_REASONS = ("too_expensive", "switched_provider", "project_ended", "missing_features")
 
 
 def reversed_cancel(b: WorldBuilder, story: Story, k: int) -> bool:

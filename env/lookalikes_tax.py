@@ -65,7 +65,6 @@ CHANGE_INSIDE_RATE = {"L1": 0.0, "L2": 0.0, "L3": 0.9}
 CERTIFICATE_PREVIOUS_RATE = 0.5  # a moved customer's certificate issued in the old jurisdiction
 CERTIFICATE_ELSEWHERE_RATE = 0.2  # other certificates issued for another jurisdiction
 EXTRA_CERTIFICATE_RATE = 1.0  # of customers the builder gave none: all, as the fault has one
-KEEP_WINDOW_RATE = 0.0  # tax-rate stories: a covering certificate applies elsewhere, not lapsed
 
 
 def side_rng(b: TaxWorld) -> random.Random:
@@ -133,6 +132,21 @@ def maybe_move(b: TaxWorld) -> None:
         b.draft.tax_rates.sort()
 
 
+def _roomy_gaps(story: Story) -> list[int]:
+    """Periods k whose issue day comes 8+ days after the one before: room for a dated change
+    between the two invoices that stays 3+ days from both issue days."""
+    return [
+        k for k in range(1, story.periods)
+        if (story.issue_day(k) - story.issue_day(k - 1)).days >= 8
+    ]  # fmt: skip
+
+
+def _days_before(rng: random.Random, story: Story, k: int) -> date:
+    """A day 3 to 20 days before period k's issue day and 3+ days after the previous one."""
+    gap = (story.issue_day(k) - story.issue_day(k - 1)).days
+    return story.issue_day(k) - days(rng.randint(3, min(20, gap - 3)))
+
+
 def place_move(b: TaxWorld, story: Story) -> None:
     """The move's day: a few days before one of the main story's invoices (so earlier ones are
     taxed in the old jurisdiction), or before the story began. Never within two days of an
@@ -140,14 +154,10 @@ def place_move(b: TaxWorld, story: Story) -> None:
     c = b.customer
     if c.previous_jurisdiction is None or c.jurisdiction_since is not None:
         return
-    inside = [
-        k for k in range(1, story.periods)
-        if (story.issue_day(k) - story.issue_day(k - 1)).days >= 8
-    ]  # fmt: skip
+    inside = _roomy_gaps(story)
     if inside and side_rng(b).random() < MOVE_INSIDE_RATE[b.difficulty]:
         k = side_rng(b).choice(inside)
-        gap = (story.issue_day(k) - story.issue_day(k - 1)).days
-        since = story.issue_day(k) - days(side_rng(b).randint(3, min(20, gap - 3)))
+        since = _days_before(side_rng(b), story, k)
     else:
         since = story.issue_day(0) - days(side_rng(b).randint(3, 300))
     c.jurisdiction_since = since.isoformat()
@@ -162,17 +172,13 @@ def place_rate_change(b: TaxWorld, story: Story) -> None:
     rng = side_rng(b)
     if len(b.tax_history) != 2 or rng.random() >= CHANGE_INSIDE_RATE[b.difficulty]:
         return
-    inside = [
-        k for k in range(1, story.periods)
-        if (story.issue_day(k) - story.issue_day(k - 1)).days >= 8
-    ]  # fmt: skip
+    inside = _roomy_gaps(story)
     if not inside:
         return
     k = rng.choice(inside)
-    gap = (story.issue_day(k) - story.issue_day(k - 1)).days
     change = story.issue_day(k).replace(day=1)  # rates change on the 1st where that fits
     if not story.issue_day(k - 1) + days(3) <= change <= story.issue_day(k) - days(3):
-        change = story.issue_day(k) - days(rng.randint(3, min(20, gap - 3)))
+        change = _days_before(rng, story, k)
     (old, _, _), (new, _, _) = b.tax_history
     b.set_tax_history(old, new, change)
 
@@ -234,7 +240,7 @@ def certificate_gap(b: TaxWorld, story: Story) -> None:
         return
     compared = b.tax_compared or _run(b, story)
     for _ in range(4 if b.tax_covered else 0):  # a run beside the kept days
-        if not any(min(compared) - days(2) <= d <= max(compared) + days(2) for d in b.tax_covered):
+        if not _near(compared, b.tax_covered):
             break
         compared = _run(b, story)
     certificate_off(b, compared, keep=b.tax_covered)
@@ -258,6 +264,11 @@ def _run(b: TaxWorld, story: Story) -> list[date]:
     return [story.issue_day(k) for k in ks]
 
 
+def _near(compared: list[date], keep: Sequence[date]) -> bool:
+    """Whether a kept day lies within two days of the compared run."""
+    return any(min(compared) - days(2) <= d <= max(compared) + days(2) for d in keep)
+
+
 def certificate_off(b: TaxWorld, compared: list[date], keep: Sequence[date] = ()) -> None:
     """The compared invoices are taxed. Only where the certificate would cover one of them
     does it change: its window ends before the first of them or opens after the last,
@@ -266,7 +277,7 @@ def certificate_off(b: TaxWorld, compared: list[date], keep: Sequence[date] = ()
     cert = b.customer.exemption
     if cert is None or not any(b.exempt_on(d) for d in compared):
         return
-    if any(min(compared) - days(2) <= d <= max(compared) + days(2) for d in keep):
+    if _near(compared, keep):
         return  # the run overlaps what must stay covered: no gap this time
     rng = side_rng(b)
     certificate, start, end = cert

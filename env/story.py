@@ -18,6 +18,9 @@ from env.calendar import add_months, local_to_utc
 from env.money import parse_rate
 from env.world import Coupon, Event, Invoice, Plan, Subscription
 
+# why a customer asks to cancel: one pool for every cancellation request in every story
+CANCEL_REASONS = ("too_expensive", "switched_provider", "project_ended", "missing_features")
+
 
 def later_stamp(stamp: str, rng: random.Random, *, before: str | None = None) -> str:
     """A person's reaction time after `stamp`: minutes, hours or a day or two (design §1.2:

@@ -30,7 +30,7 @@ from env.faults.plan_changes import day_inside, record_event
 from env.lookalikes_life import charge_before_extension, extend_later, zero_covers
 from env.lookalikes_values import fault_seat_cut, seat_step
 from env.money import format_cents
-from env.story import Story, later_stamp
+from env.story import CANCEL_REASONS, Story, later_stamp
 from env.world import Event, Invoice, Plan
 
 SEAT_VARIANTS = ("reduction_ignored", "rise_billed_early", "reduction_reverted")
@@ -50,7 +50,6 @@ TRIAL_VARIANTS = ("trial_days_charged", "trial_shortened", "extended_trial")
 # `WorldBuilder.main_trial`) a few more; the fault's later extension comes on top of it
 EXTENDED_RATE = EXTENDED_TRIAL_RATE
 CANCEL_WITHDRAWN_RATE = 0.05  # the fault's own withdrawn request before its cancellation
-CANCEL_REASONS = ("too_expensive", "switched_provider", "project_ended", "missing_features")
 
 
 def change_seats(b: WorldBuilder, story: Story, k: int, to: int, *, later: bool = False) -> Event:

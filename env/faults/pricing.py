@@ -175,9 +175,8 @@ def usage_overage_miscalculated(b: WorldBuilder) -> FaultOutcome:
     period's volume (spikes included, `WorldBuilder.usage_factor`), the background's plan
     changes. The fault picks a period billed in one part, preferably on an allowance that a
     doubled month exceeds, and that month is a quiet one for the customer: counted twice it
-    reads like a busy month. Near
-    misses (L2/L3) are the story's own periods: one over the allowance (a real overage) and
-    one under it, both billed correctly."""
+    reads like a busy month. Near misses (L2/L3) are the story's own periods: one over the
+    allowance (a real overage) and one under it, both billed correctly."""
     b.make_customer()
     story = unbilled_story(b, metered=True, minimum_periods=4 if b.difficulty == "L3" else 2)
     starts = period_starts(story)
@@ -188,11 +187,10 @@ def usage_overage_miscalculated(b: WorldBuilder) -> FaultOutcome:
     # Growth: that form stays at L1 (design §2), on a Growth plan (its units in a Growth
     # customer's range). Its summary cites the plan's included units, which only the
     # timeline's current plan prints: no plan swap under it, no pending change after it
-    variant = "included_not_subtracted" if b.rng.random() < INCLUDED_FORM_RATE else ""
+    drop_units = b.rng.random() < INCLUDED_FORM_RATE  # drawn in every story alike
     growth = story.plan.id == "PLN-GROWTH" and story.plan.included_units > 0
-    if b.difficulty != "L1" or not growth:
-        variant = "double_counted"
-    variant = variant or "double_counted"
+    drop_units = drop_units and b.difficulty == "L1" and growth
+    variant = "included_not_subtracted" if drop_units else "double_counted"
     # usage billed in two parts at a plan change is not where this fault strikes: one
     # finished period only, no swap (it would split it); two, no change back (it would
     # split the other)
@@ -268,17 +266,19 @@ def usage_overage_miscalculated(b: WorldBuilder) -> FaultOutcome:
 INCLUDED_FORM_RATE = 0.2  # L1 Growth stories whose fault drops the included units
 
 
+def _with_usage(by_start: dict[date, Invoice]) -> list[Invoice]:
+    """The invoices that bill usage, in period order."""
+    ordered = sorted(by_start.values(), key=lambda i: i.billed.period_start)
+    return [inv for inv in ordered if inv.billed.usage_units is not None]
+
+
 def _usage_fallback(
     b: WorldBuilder, story: Story, by_start: dict[date, Invoice], variant: str
 ) -> tuple[list[Invoice], str]:
     """Victims where the planned ones would not be overcharged (e.g. every one-part period is
     billed on a far larger allowance after an upgrade): any invoice with usage the fault
     overcharges, the other form if the first has none."""
-    billed = [
-        inv
-        for inv in sorted(by_start.values(), key=lambda i: i.billed.period_start)
-        if inv.billed.usage_units is not None
-    ]
+    billed = _with_usage(by_start)
     whole = [inv for inv in billed if inv.billed.usage_units_before_change is None] or billed
     hit = [i for i, inv in enumerate(whole) if _fault_overcharges(inv, variant)]
     if not hit:
@@ -295,11 +295,7 @@ def _usage_decoys(
     one furthest over its allowance (a real overage) and one under it."""
     if b.difficulty == "L1":
         return [], []
-    others = [
-        inv
-        for inv in sorted(by_start.values(), key=lambda i: i.billed.period_start)
-        if inv not in victims and inv.billed.usage_units is not None
-    ]
+    others = [inv for inv in _with_usage(by_start) if inv not in victims]
     over = [i for i in others if (i.billed.usage_units or 0) > i.billed.plan.included_units]
     under = [i for i in others if i not in over]
     found = {
