@@ -143,6 +143,8 @@ def _junk(rng: random.Random, found: list[int]) -> str:
             " ".join(rng.choice(_WORDS) for _ in range(rng.randint(1, 4))),
             f"{rng.randint(0, 9)} {rng.randint(0, 999):03d} {rng.randint(0, 9999):03d}.5",
             f"{rng.randint(1, 12)}{rng.choice(('x', '*', '/', 'X'))}{base}",
+            f"{_id(rng)}/{_id(rng) if rng.random() < 0.7 else _date(rng)}",
+            f"{_date(rng)}{rng.choice(('/', '–', '-', ' to '))}{_date(rng)}",
         )
     )
 

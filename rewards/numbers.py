@@ -47,7 +47,8 @@ __all__ = [
 
 # G2.2: operator words (a calculation's operators and its `=`, G10.1)
 OPERATORS = frozenset(("+", "-", "x", "X", "×", "·", "*", "/", "÷", "="))
-_GLUED_OPS = "*xX/"  # G2.2: split inside a word only between two numbers
+_GLUED_OPS = "*xX/"  # G2.2: split inside a word only between two numbers (`/`: ids, dates too)
+_SLASHED = ("number", "id", "date")
 _EDGE = "()[]{}<>«»‹›\"“”„‟'`,;:!?*_|#~"
 _SPACED = {"=": " = ", "×": " × ", "·": " · ", "÷": " ÷ "}
 _CHARS = {"−": "-", "‐": "-", "‑": "-", "’": "'", "‘": "'", "٫": ".", "٬": ","}
@@ -101,12 +102,19 @@ def _cut(word: str) -> _Cut:
 
 @lru_cache(maxsize=65536)
 def _glued(core: str) -> tuple[str, str, str] | None:
-    """G2.2: `2*306.16`, `306.16x2`, `1027.03/3` -> (a, operator, b); None to read it whole."""
-    found = [i for i, ch in enumerate(core) if ch in _GLUED_OPS]
-    if len(found) != 1:
-        return None
+    """G2.2: a glued operator in a word that reads as a plain word: one `/` between two
+    numbers, two ids or two dates (`1027.03/3`, `INV-A1/INV-B2`), else one of `* x X` between
+    two numbers (`2*306.16`, `306.16x2`) -> (a, operator, b); None to read it whole."""
     whole = read_word(core)
     if whole is None or whole.kind != "word":
+        return None
+    if core.count("/") == 1:
+        i = core.index("/")
+        a, b = read_word(core[:i]), read_word(core[i + 1 :])
+        if a is not None and b is not None and a.kind == b.kind in _SLASHED:
+            return core[:i], "/", core[i + 1 :]
+    found = [i for i, ch in enumerate(core) if ch in "*xX"]
+    if len(found) != 1:
         return None
     i = found[0]
     a, b = read_word(core[:i]), read_word(core[i + 1 :])

@@ -90,13 +90,19 @@ def _trim(word: str) -> tuple[str, int, str]:
 
 @lru_cache(maxsize=65536)
 def _split_glued(core: str) -> tuple[str, ...]:
-    """G2.2: `2*306.16` -> ("2", "*", "306.16") when both sides read as numbers and the whole
-    word reads as a plain word (not an id, date, time or number); else (core,)."""
-    places = [k for k, ch in enumerate(core) if ch in _INSIDE]
-    if len(places) != 1:
-        return (core,)
+    """G2.2, for a word that reads as a plain word (not an id, date, time or number): split at
+    its one `/` when both sides read as numbers, as ids or as dates (`INV-A1/INV-B2`); else at
+    its one `*`, `x` or `X` when both sides read as numbers (`306.16x2`); else (core,)."""
     whole = read_word(core)
     if whole is None or whole.kind != "word":
+        return (core,)
+    head, slash, tail = core.partition("/")
+    if slash and "/" not in tail:
+        kinds = {r.kind if r else None for r in (read_word(head), read_word(tail))}
+        if len(kinds) == 1 and kinds <= {"number", "id", "date"}:
+            return (head, "/", tail)
+    places = [k for k, ch in enumerate(core) if ch in "*xX"]
+    if len(places) != 1:
         return (core,)
     k = places[0]
     sides = (read_word(core[:k]), read_word(core[k + 1 :]))
