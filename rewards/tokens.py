@@ -88,11 +88,8 @@ DAY = re.compile(r"([0-9]{1,2})(?:st|nd|rd|th)?", re.IGNORECASE | re.ASCII)
 YEAR = re.compile(r"[0-9]{4}")
 _DECIMAL_COMMA = re.compile(r"[0-9]{1,3}(?:\.[0-9]{3})+,[0-9]+|[0-9]+,[0-9]{1,2}")
 _ASCII_DIGIT = re.compile("[0-9]")
-_FIRST_DIGIT = re.compile("[0-9]")
 _MAX_EXPONENT = 30
 _EXACT = Context(prec=10_000)  # shifting a decimal point must never round
-
-
 _MARK_WORDS = frozenset(m.upper() for m in CURRENCY_MARKS)
 _MARKS_UPPER = _MARK_WORDS | {"%"}
 _FOLD = str.maketrans("abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
@@ -128,7 +125,7 @@ class Token:
 
 @lru_cache(maxsize=65536)
 def _negative(raw: str) -> bool:
-    head = _FIRST_DIGIT.split(raw, maxsplit=1)
+    head = _ASCII_DIGIT.split(raw, maxsplit=1)
     return len(head) == 2 and "-" in head[0]
 
 
