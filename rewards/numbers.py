@@ -126,23 +126,15 @@ def _glued(core: str) -> tuple[str, str, str] | None:
 def _words(text: str) -> tuple[list[str], list[int], list[bool]]:
     """G2.2: words, each one's boundary with the word before (open, date-open, closed), and
     whether it is an operator."""
-    words: list[str] = []
-    links: list[int] = []
-    ops: list[bool] = []
+    entries: list[tuple[str, int, bool]] = []
     for line in normalise(text).splitlines():
         tail: str | None = None  # what the word before lost at its right; None: closed
         for raw in line.split():
-            if raw in OPERATORS:
-                words.append(raw), links.append(_CLOSED), ops.append(True)
-                tail = None
-                continue
-            cut = _cut(raw)
-            if not cut.core:
-                tail = None
-                continue
-            if cut.core in OPERATORS:
-                words.append(cut.core), links.append(_CLOSED), ops.append(True)
-                tail = None
+            cut = _Cut(raw, "", "") if raw in OPERATORS else _cut(raw)
+            if not cut.core or cut.core in OPERATORS:
+                if cut.core:
+                    entries.append((cut.core, _CLOSED, True))
+                tail = None  # an operator or a dropped word closes the boundary
                 continue
             link = _CLOSED
             if tail is not None and not cut.left:
@@ -150,12 +142,11 @@ def _words(text: str) -> tuple[list[str], list[int], list[bool]]:
             glued = _glued(cut.core) if any(c in cut.core for c in _GLUED_OPS) else None
             if glued:
                 a, op, b = glued
-                words.extend((a, op, b)), links.extend((link, _CLOSED, _CLOSED))
-                ops.extend((False, True, False))
+                entries += [(a, link, False), (op, _CLOSED, True), (b, _CLOSED, False)]
             else:
-                words.append(cut.core), links.append(link), ops.append(False)
+                entries.append((cut.core, link, False))
             tail = cut.right
-    return words, links, ops
+    return [e[0] for e in entries], [e[1] for e in entries], [e[2] for e in entries]
 
 
 def _dots(tail: str) -> bool:
