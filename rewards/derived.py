@@ -9,7 +9,6 @@ grader implements the same rules apart (`eval/grounding/derive.py`).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Context, Decimal
@@ -19,8 +18,7 @@ from rewards.numbers import Token, read_items
 
 _EXACT = Context(prec=10_000)
 _CENT = Decimal("0.01")
-_OPS = {"+": "+", "-": "-", "x": "*", "X": "*", "×": "*", "*": "*", "/": "/", "÷": "/"}
-_NEGATIVE = re.compile(r"-|(?:[$€£]|(?i:USD|EUR|GBP|CAD|AUD))-")
+_OPS = {"+": "+", "-": "-", "x": "*", "X": "*", "×": "*", "·": "*", "*": "*", "/": "/", "÷": "/"}
 
 
 @dataclass(frozen=True)
@@ -35,9 +33,9 @@ class Calculation:
 
 
 def signed(token: Token) -> Decimal:
-    """G10.2: the token's value with the sign written before its digits (`-12.40`, `$-5`)."""
+    """G10.2: the token's value with its sign (G2.5: `-12.40`, `$-5`, `USD -5`)."""
     value = Decimal(token.value)
-    return -value if _NEGATIVE.match(token.raw) else value
+    return -value if token.negative else value
 
 
 def _holds(a: Decimal, op: str, b: Decimal, c: Decimal) -> bool:
@@ -56,20 +54,37 @@ def _holds(a: Decimal, op: str, b: Decimal, c: Decimal) -> bool:
     return quotient.quantize(_CENT, ROUND_HALF_UP, _EXACT) == c
 
 
+def _number(item: Token | str | None) -> bool:
+    return isinstance(item, Token) and item.kind == "number"
+
+
+def _operator(item: Token | str | None) -> bool:
+    return isinstance(item, str) and item in _OPS
+
+
 @lru_cache(maxsize=4096)
 def calculations(summary: str) -> tuple[Calculation, ...]:
-    """G10.1: every run of five items `number op number = number`, overlapping runs included
-    (a chain `a - b = c - d = e` is two calculations)."""
+    """G10.1: every `a op b = c` (result last) of the summary, overlapping runs included (a
+    chain `a - b = c - d = e` is two), and every `c = a op b` (result first) that no operator
+    stands before and no operator or `=` after."""
     items = read_items(summary)
     found = []
     for i in range(len(items) - 4):
-        left, op, right, equals, result = items[i : i + 5]
-        if not (isinstance(op, str) and op in _OPS and equals == "="):
+        run = items[i : i + 5]
+        if _number(run[0]) and _operator(run[1]) and _number(run[2]) and run[3] == "=":
+            left, op, right, result = run[0], run[1], run[2], run[4]
+        elif _number(run[0]) and run[1] == "=" and _operator(run[3]) and _number(run[4]):
+            before = items[i - 1] if i else None
+            after = items[i + 5] if i + 5 < len(items) else None
+            if _operator(before) or _operator(after) or after == "=":
+                continue
+            result, left, op, right = run[0], run[2], run[3], run[4]
+        else:
             continue
-        numbers = (left, right, result)
-        if not all(isinstance(t, Token) and t.kind == "number" for t in numbers):
+        if not (_number(left) and _number(right) and _number(result)):
             continue
         assert isinstance(left, Token) and isinstance(right, Token) and isinstance(result, Token)
+        assert isinstance(op, str)
         holds = _holds(signed(left), _OPS[op], signed(right), signed(result))
         found.append(Calculation(left, _OPS[op], right, result, holds))
     return tuple(found)
@@ -77,7 +92,7 @@ def calculations(summary: str) -> tuple[Calculation, ...]:
 
 def is_count(token: Token) -> bool:
     """G10.3: the n of `a x n` or `a / n`: a whole number 2-12 without currency or sign."""
-    return token.integer and 2 <= int(token.value) <= 12 and not _NEGATIVE.match(token.raw)
+    return token.integer and 2 <= int(token.value) <= 12 and not token.negative
 
 
 @dataclass(frozen=True)
@@ -94,12 +109,15 @@ def derive(summary: str, fact: Callable[[Token], tuple[int, ...]]) -> Derivation
     count, time or own total), or () when it is none. A holding calculation grounds its result
     when `a + b` / `a - b` have both operands found facts, `a x n` / `n x a` / `a / n` have `a`
     a found fact and `n` a count; anything else (an echo, a derived number, a complaint number,
-    a count as `a`) grounds nothing."""
+    a count as `a`) grounds nothing; nor does a negative result (G10.3: `b - a = -X` shows an
+    undercharge, never an overcharge of X)."""
     grounded: dict[str, set[int]] = {}
     wrong: set[str] = set()
     for calc in calculations(summary):
         if not calc.holds:
             wrong.add(calc.result.value)
+            continue
+        if calc.result.negative:
             continue
         sources = _operand_sources(calc, fact)
         if sources is not None:

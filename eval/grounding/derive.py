@@ -13,20 +13,22 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal, localcontext
 
-from eval.grounding.notation import CODES, SYMBOLS, Reading
+from eval.grounding.notation import Reading
 from eval.grounding.read import read_with_signs
 
-_KIND = {"+": "add", "-": "sub", "x": "mul", "X": "mul", "×": "mul", "*": "mul"}
+_KIND = {"+": "add", "-": "sub", "x": "mul", "X": "mul", "×": "mul", "·": "mul", "*": "mul"}
 _KIND.update({"/": "div", "÷": "div"})
 
 
 def minus(text: str) -> bool:
-    """G10.2: is a sign `-` written before the digits (`-12.40`, `$-5`, `USD-5`)?"""
-    if text.startswith("-"):
-        return True
-    if text[:1] in SYMBOLS:
-        return text[1:2] == "-"
-    return text[:3].upper() in CODES and text[3:4] == "-"
+    """G2.5: is a `-` written before the first digit (`-12.40`, `$-5`, `USD -5`)? A token
+    without a digit (`forty-eight`) has no sign."""
+    seen_dash = False
+    for ch in text:
+        if "0" <= ch <= "9":
+            return seen_dash
+        seen_dash = seen_dash or ch == "-"
+    return False
 
 
 def _value(r: Reading) -> Decimal:
@@ -68,21 +70,63 @@ class Derived:
     wrong: set[str] = field(default_factory=set)
 
 
-def derived_values(summary: str, found_fact: Callable[[Reading], tuple[int, ...]]) -> Derived:
-    """G10.1-G10.3 over the summary. `found_fact` gives the calls that show a reading as a
-    found fact (G4), or () for anything else (echo, count, own total, nothing)."""
+@dataclass(frozen=True)
+class Written:
+    """One calculation as written: `a kind b = c`, and whether its arithmetic is right."""
+
+    a: Reading
+    kind: str  # add, sub, mul, div
+    b: Reading
+    c: Reading
+    right: bool
+
+
+def _is_number(item: Reading | str | None) -> bool:
+    return isinstance(item, Reading) and item.kind == "number"
+
+
+def _is_op(item: Reading | str | None) -> bool:
+    return isinstance(item, str) and item in _KIND
+
+
+def written(summary: str) -> list[Written]:
+    """G10.1: every `a op b = c` of the summary (overlapping runs too: `a - b = c - d = e` is
+    two), and every `c = a op b` with no operator just before it and no operator or `=` just
+    after it."""
     items = read_with_signs(summary)
-    out = Derived()
-    for start in range(len(items) - 4):
-        a, op, b, eq, c = items[start : start + 5]
-        if eq != "=" or not isinstance(op, str) or op not in _KIND:
+    out = []
+    for k in range(len(items) - 4):
+        w = items[k : k + 5]
+        if _is_number(w[0]) and _is_op(w[1]) and _is_number(w[2]) and w[3] == "=":
+            a, op, b, c = w[0], w[1], w[2], w[4]
+        elif _is_number(w[0]) and w[1] == "=" and _is_op(w[3]) and _is_number(w[4]):
+            before = items[k - 1] if k > 0 else None
+            after = items[k + 5] if k + 5 < len(items) else None
+            if _is_op(before) or _is_op(after) or after == "=":
+                continue
+            c, a, op, b = w[0], w[2], w[3], w[4]
+        else:
             continue
-        if not all(isinstance(r, Reading) and r.kind == "number" for r in (a, b, c)):
+        if not all(_is_number(r) for r in (a, b, c)):
             continue
         assert isinstance(a, Reading) and isinstance(b, Reading) and isinstance(c, Reading)
+        assert isinstance(op, str)
         kind = _KIND[op]
-        if not _right(kind, _value(a), _value(b), _value(c)):
+        out.append(Written(a, kind, b, c, _right(kind, _value(a), _value(b), _value(c))))
+    return out
+
+
+def derived_values(summary: str, found_fact: Callable[[Reading], tuple[int, ...]]) -> Derived:
+    """G10.1-G10.3 over the summary. `found_fact` gives the calls that show a reading as a
+    found fact (G4), or () for anything else (echo, count, own total, nothing). A result
+    written negative grounds nothing (G10.3: an undercharge is no overcharge)."""
+    out = Derived()
+    for calc in written(summary):
+        a, kind, b, c = calc.a, calc.kind, calc.b, calc.c
+        if not calc.right:
             out.wrong.add(c.value)
+            continue
+        if minus(c.text):
             continue
         calls: tuple[int, ...] = ()
         if kind in ("add", "sub"):

@@ -18,6 +18,34 @@ from functools import lru_cache
 _PREC = Context(prec=10_000)
 CODES = {"USD", "EUR", "GBP", "CAD", "AUD"}
 SYMBOLS = {"$", "€", "£"}
+# G2.4 currency marks (any ASCII case), longest first so that `CA$` is not read as `CA` + `$`
+MARKS = ("US$", "CA$", "AU$", "USD", "EUR", "GBP", "CAD", "AUD", "C$", "A$", "$", "€", "£")
+_UPPER = str.maketrans("abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+def ascii_upper(text: str) -> str:
+    """G2.1: case folding touches ASCII letters only (`ß`, `ı`, `İ` stay as written)."""
+    return text.translate(_UPPER)
+
+
+def currency_mark(word: str) -> bool:
+    """G2.3: is this word a currency mark standing alone (`usd`, `A$`, `€`)?"""
+    return ascii_upper(word) in MARKS
+
+
+def _mark_prefix(body: str) -> str:
+    head = ascii_upper(body[:3])
+    return next((m for m in MARKS if head.startswith(m)), "")
+
+
+def _mark_suffix(body: str) -> str:
+    tail = ascii_upper(body[-3:])
+    for mark in MARKS:
+        if tail.endswith(mark) and body[-len(mark) - 1 : -len(mark)].isdigit():
+            return body[-len(mark) :]
+    return ""
+
+
 _MONTH_NAMES = (
     "january february march april may june july august september october november december"
 )
@@ -103,11 +131,11 @@ def _as_date(w: str) -> Reading | None:
     """G2.4 dates: ISO (a time allowed), 2026/03/15, 15.03.2026, 15/03/2026, 03-15-2026,
     15/03/26 (every valid reading); a month 2026-03."""
     if len(w) >= 8 and w[:4].isdigit() and w[4:5] == "-":
-        date_part, _, rest = w.partition("T")
+        date_part, stamp, rest = w.partition("T")
         pieces = date_part.split("-")
         shaped = len(pieces) == 3 and all(digits_only(p, 1, 4) for p in pieces)
         shaped = shaped and len(pieces[0]) == 4 and len(pieces[1]) <= 2 and len(pieces[2]) <= 2
-        if shaped and (not rest or _CLOCK.fullmatch(rest)):
+        if shaped and (not stamp or _CLOCK.fullmatch(rest)):  # a bare `T` is no date
             return _dates(w, [(int(pieces[0]), int(pieces[1]), int(pieces[2]))])
     for sep in "/.-":
         pieces = w.split(sep)
@@ -155,15 +183,14 @@ def _affixes(w: str) -> tuple[str, str, str, bool]:
     """(body, prefix, suffix, ok): sign, currency and unit affixes peeled off."""
     body, prefix, suffix = w, "", ""
     body = body[1:] if body[:1] in "+-" else body
-    if body[:1] in SYMBOLS:
-        prefix, body = body[:1], body[1:]
-    elif body[:3].upper() in CODES:
-        prefix, body = body[:3], body[3:]
+    prefix = _mark_prefix(body)
+    body = body[len(prefix) :]
     body = body[1:] if body[:1] in "+-" else body
-    if body.endswith("%") or body[-1:] in SYMBOLS:
+    mark = _mark_suffix(body)
+    if body.endswith("%"):
         suffix, body = body[-1], body[:-1]
-    elif body[-3:].upper() in CODES and body[-4:-3].isdigit():
-        suffix, body = body[-3:], body[:-3]
+    elif mark:
+        suffix, body = mark, body[: -len(mark)]
     elif body[-2:].lower() in ("st", "nd", "rd", "th") and body[-3:-2].isdigit():
         suffix, body = body[-2:], body[:-2]
     else:
@@ -193,7 +220,7 @@ def _as_number(w: str) -> Reading | None:
                 break
     if digits is None:
         return None
-    unit = bool(suffix) and suffix[0] not in "%$€£" and suffix.upper() not in CODES
+    unit = bool(suffix) and suffix != "%" and ascii_upper(suffix) not in MARKS
     if unit and not digits.isdigit():
         return None  # ordinals and `14-day` take whole numbers
     if "e" in digits.lower():
@@ -206,7 +233,7 @@ def _as_number(w: str) -> Reading | None:
         return Reading(w, "percent", scaled(value, -2))
     if w.isdigit() and len(w) == 4 and "1900" <= w <= "2099":
         return Reading(w, "year", w, True)
-    money = bool(prefix) or suffix[:1] in ("$", "€", "£") or suffix.upper() in CODES
+    money = bool(prefix) or ascii_upper(suffix) in MARKS
     return Reading(w, "number", value, digits.isdigit() and not money)
 
 
@@ -219,8 +246,8 @@ def read_word(w: str) -> Reading | None:
     """G2.4 for one stripped word or joined phrase; None when it is not number-like."""
     is_ascii = w.isascii()  # then a digit is 0-9, and only a digit is numeric
     digit = _ASCII_DIGIT.search(w) is not None if is_ascii else any(ch.isdigit() for ch in w)
-    upper = w.upper()
-    if upper.startswith(_PREFIXES):
+    upper = ascii_upper(w)
+    if is_ascii and upper.startswith(_PREFIXES):
         rest = upper.split("-", 1)[1]
         if rest and rest.isascii() and rest.isalnum() and (digit or w == upper):
             return Reading(w, "id", upper)

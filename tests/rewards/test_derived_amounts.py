@@ -74,14 +74,19 @@ def test_the_design_example_with_a_wrong_result_is_a_hallucination_in_both_reade
         "400.00 * 12 = 4800.00",
         "1027.03 / 3 = 342.34",
         "1027.03 ÷ 2 = 513.52",
-        "400.00 - 1027.03 = -627.03",
+        "627.03 = 1027.03 - 400.00",
+        "1027.03 – 400.00 = 627.03",
+        "1027.03 USD - 400.00 USD = 627.03 USD",
+        "2 * 400.00 = 800.00",
+        "400.00x2 = 800.00",
+        "800.00 = 2 × 400.00",
     ],
 )
 def test_a_right_calculation_on_shown_amounts_grounds_its_result_in_any_notation(
     written: str,
 ) -> None:
     statuses, grounded = _statuses(f"Worked out: {written}.")
-    assert statuses[-1][1] == "derived" and grounded, statuses
+    assert [status for _, status in statuses].count("derived") == 1 and grounded, statuses
 
 
 @pytest.mark.parametrize(
@@ -151,11 +156,22 @@ def test_an_operand_only_echoed_back_from_the_agents_argument_grounds_nothing() 
     assert not grounded
 
 
-def test_a_calculation_written_result_first_or_with_three_operands_grounds_nothing() -> None:
-    statuses, _ = _statuses("Then 627.03 = 1027.03 - 400.00.")
-    assert statuses[0] == ("627.03", "untraceable")
+def test_a_negative_result_grounds_nothing_the_sign_counts() -> None:
+    # G10.3: `b - a = -X` is an undercharge of X, never an overcharge of X
+    written = "Worked out: 400.00 - 1027.03 = -627.03, undercharged by 627.03."
+    statuses, grounded = _statuses(written)
+    assert statuses[-2:] == [("-627.03", "untraceable"), ("627.03", "untraceable")]
+    assert not grounded
+    statuses, _ = _statuses("Then −627.03 = 400.00 − 1027.03.")
+    assert statuses[0] == ("-627.03", "untraceable")
+
+
+def test_three_operands_are_read_as_the_last_two_and_a_result_first_run_needs_its_end() -> None:
     statuses, _ = _statuses("Then 1027.03 - 1027.03 + 400.00 = 400.00.")  # reads 1027.03 + 400
     assert statuses[-1] == ("400.00", "untraceable")
+    # `c = a - b + d` is no calculation of c: the run does not end after b
+    statuses, _ = _statuses("Then 627.03 = 1027.03 - 400.00 + 1.00.")
+    assert statuses[0] == ("627.03", "untraceable")
 
 
 def test_an_operator_glued_to_its_operands_is_one_word_not_a_calculation() -> None:

@@ -1,0 +1,155 @@
+"""Reward vs grader, token by token: do the two readers read every summary alike?
+
+    python -m checks.reading_parity [--summaries 20000] [--seed 0]
+
+A seeded differential fuzz of the token grammar (rewards/README.md G2, G10.1): it writes
+`--summaries` summaries mixing found amounts, ids, dates and percents in every notation the
+grammar names, Unicode look-alikes (other-script digits, `ß`, dotted `İ`, Cyrillic letters,
+dashes, spaces), operators and calculations written every way, markdown and junk, then reads
+each with the reward (`rewards.numbers.read_items`, `rewards.derived`) and with the grader
+(`eval.grounding.read.read_with_signs`, `eval.grounding.derive`) and compares how they classify
+every word (kind, value, count flag, sign, operator) and every calculation (operands, result,
+arithmetic, what it grounds). Exits 1 on the first disagreement, printing the token and the
+summary; prints the counts. Like `checks.agreement`, this module imports both sides on purpose.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+import time
+from collections import Counter
+from collections.abc import Sequence
+
+from checks.reading_parity_gen import summary
+from env.cli import EXIT_FAILED, Parser, positive_int, run_command
+from eval.grounding import derive as grader_derive
+from eval.grounding.notation import Reading
+from eval.grounding.read import read, read_with_signs
+from rewards import derived as reward_derived
+from rewards.numbers import Token, read_items, read_text
+
+_KIND = {"+": "add", "-": "sub", "*": "mul", "/": "div"}
+
+
+def _reward_item(item: Token | str | None) -> tuple:
+    if isinstance(item, Token):
+        return ("token", item.raw, item.kind, item.value, item.integer, item.negative)
+    return ("op", item) if isinstance(item, str) else ("none",)
+
+
+def _grader_item(item: Reading | str | None) -> tuple:
+    if isinstance(item, Reading):
+        minus = item.kind == "number" and grader_derive.minus(item.text)
+        return ("token", item.text, item.kind, item.value, item.whole, minus)
+    return ("op", item) if isinstance(item, str) else ("none",)
+
+
+def _fact_of(found: frozenset[str], value: str, small: bool) -> tuple[int, ...]:
+    """The fuzz's stand-in for G4: a found fact is a found amount that is no count."""
+    return (0,) if value in found and not small else ()
+
+
+def _reward_calcs(text: str, found: frozenset[str]) -> tuple:
+    calcs = []
+    for c in reward_derived.calculations(text):
+        left, right, result = c.left, c.right, c.result
+        calcs.append(
+            (left.value, left.negative, _KIND[c.op], right.value, right.negative, result.value)
+        )
+        calcs.append((result.negative, c.holds))
+    derived = reward_derived.derive(
+        text,
+        lambda t: _fact_of(found, t.value, t.integer and int(t.value) <= 12),
+    )
+    return tuple(calcs), tuple(sorted(derived.grounded)), tuple(sorted(derived.wrong))
+
+
+def _grader_calcs(text: str, found: frozenset[str]) -> tuple:
+    minus = grader_derive.minus
+    calcs = []
+    for c in grader_derive.written(text):
+        calcs.append((c.a.value, minus(c.a.text), c.kind, c.b.value, minus(c.b.text), c.c.value))
+        calcs.append((minus(c.c.text), c.right))
+    derived = grader_derive.derived_values(
+        text,
+        lambda r: _fact_of(found, r.value, r.whole and int(r.value) <= 12),
+    )
+    return tuple(calcs), tuple(sorted(derived.grounds)), tuple(sorted(derived.wrong))
+
+
+def first_split(text: str, found: frozenset[str]) -> str | None:
+    """A one-line description of the first place the two readers differ on `text`, or None."""
+    ours = [_reward_item(i) for i in read_items(text)]
+    theirs = [_grader_item(i) for i in read_with_signs(text)]
+    for k, (a, b) in enumerate(zip(ours, theirs, strict=False)):
+        if a != b:
+            return f"item {k}: reward {a} / grader {b}"
+    if len(ours) != len(theirs):
+        k = min(len(ours), len(theirs))
+        extra = ours[k:] or theirs[k:]
+        return f"item {k}: one reader has {len(ours)} items, the other {len(theirs)}: {extra[0]}"
+    # now and then, the token lists the citations come from (G6), read apart from the items
+    sample = text.count("\n") > 6
+    if sample and [_reward_item(t) for t in read_text(text)] != [
+        _grader_item(r) for r in read(text)
+    ]:
+        return "the token lists (read_text / read) differ"
+    ours_calc, theirs_calc = _reward_calcs(text, found), _grader_calcs(text, found)
+    if ours_calc != theirs_calc:
+        return f"calculations: reward {ours_calc} / grader {theirs_calc}"
+    return None
+
+
+def run(summaries: int, seed: int) -> tuple[Counter[str], list[tuple[str, str]]]:
+    """Reads `summaries` generated summaries with both readers: (counts, disagreements)."""
+    rng = random.Random(seed)
+    counts: Counter[str] = Counter()
+    splits: list[tuple[str, str]] = []
+    for _ in range(summaries):
+        text, found = summary(rng)
+        counts["summaries"] += 1
+        split = first_split(text, found)
+        if split is not None:
+            splits.append((split, text))
+            counts["disagreements"] += 1
+            continue
+        for item in read_items(text):
+            counts["items"] += 1
+            if isinstance(item, Token):
+                counts["tokens"] += 1
+                counts[f"kind {item.kind}"] += 1
+            elif isinstance(item, str):
+                counts["operators"] += 1
+        for calc in reward_derived.calculations(text):
+            counts["calculations"] += 1
+            counts["calculations that hold" if calc.holds else "calculations wrong"] += 1
+    return counts, splits
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_command("python -m checks.reading_parity", _main, argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    parser = Parser(prog="python -m checks.reading_parity", description=__doc__)
+    parser.add_argument("--summaries", type=positive_int, default=20_000)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    counts, splits = run(args.summaries, args.seed)
+    seconds = time.perf_counter() - started
+    for name in sorted(counts):
+        print(f"{name:>28}: {counts[name]:,}")
+    print(f"{'seconds':>28}: {seconds:.1f}")
+    if splits:
+        split, text = splits[0]
+        print(f"FAIL: {len(splits)} summaries read differently; the first: {split}")
+        print(f"  summary: {text!r}")
+        return EXIT_FAILED
+    print(f"ok: 0 disagreements over {counts['summaries']:,} summaries (seed {args.seed})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
