@@ -6,6 +6,8 @@ It trains a throw-away copy of the run (`<run>-smoke`, under --path, deleted fir
 in order, stopping at the first failure:
   kernels    transformers' Gated-DeltaNet layers (Qwen3.5, Qwen3-Next) take the fast path:
              flash-linear-attention and causal-conv1d, not the pure-torch fallback
+  gdn        fla's Gated-DeltaNet forward and backward at Qwen3.5's shapes against an fp32
+             reference (python -m training.art.gdn_check): every gradient within tolerance
   register   LocalBackend starts (Unsloth + ART's vLLM) and the model registers
   template   the chat template: whether it mentions preserve_thinking / enable_thinking, what
              ART will force when it renders training tokens, and whether vLLM requests get

@@ -13,6 +13,7 @@ import asyncio
 import json
 import shutil
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Awaitable
@@ -41,6 +42,7 @@ from training.art.gpu_smoke_checks import (
     SmokeReport,
     Turn,
     compare_tokens,
+    gdn_gradient_check,
     parse_gpu_memory,
     sampled_token_ids,
     template_check,
@@ -145,6 +147,7 @@ async def _checks(
     run: RunConfig, report: SmokeReport, deadline: float, backend: art.Backend
 ) -> None:
     await _kernels(run, report, deadline)  # before register: minutes sooner when it fails
+    await _gdn(run, report, deadline)
     model = build_model(run)
     started = time.monotonic()
     register = model.register(backend, _openai_client_config=server_config(run))
@@ -210,6 +213,27 @@ async def _kernels(run: RunConfig, report: SmokeReport, deadline: float) -> None
     fast_path, messages = await _phase(report, "kernels", probe, deadline)
     check = kernel_check(fast_path, messages, gdn_kernel_path(run.base_model)[1])
     report.measured["kernel_path"] = {"pass": "fast", "fail": "slow"}.get(check.status, "unknown")
+    _add_or_stop(report, check)
+
+
+async def _gdn(run: RunConfig, report: SmokeReport, deadline: float) -> None:
+    """fla's Gated-DeltaNet gradients against an fp32 reference, in a child process (its GPU
+    memory goes back before Unsloth and vLLM start)."""
+    if gdn_modeling_module(run.base_model) is None:
+        return
+    command = [sys.executable, "-m", "training.art.gdn_check", "--json"]
+    child = await asyncio.create_subprocess_exec(
+        *command, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    try:
+        out, err = await _phase(report, "gdn", child.communicate(), deadline)
+    finally:
+        if child.returncode is None:
+            child.kill()
+    check = gdn_gradient_check(
+        -1 if child.returncode is None else child.returncode, out.decode(), err.decode()
+    )
+    report.measured["gdn_check"] = check.status
     _add_or_stop(report, check)
 
 
