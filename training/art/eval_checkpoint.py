@@ -42,13 +42,14 @@ async def evaluate_checkpoint(
     from env.generator import generate
     from eval.run import evaluate
     from training.art import run_state
+    from training.art.art_files import repair_art_files
     from training.art.backends import build_model, server_config
     from training.art.trainable_policy import TrainableModelPolicy, eval_run_config
 
-    if run.backend.kind == "local":  # a checkpoint killed mid-save must not be the one loaded
-        directory, targets = run_state.model_dir(run), run.lora.target_modules
-        for warning in run_state.set_aside_incomplete_checkpoints(directory, targets):
-            print(warning)
+    # a checkpoint killed mid-save must not be the one loaded, nor a cut state.json stop a log
+    directory, targets = run_state.model_dir(run), run.lora.target_modules
+    for warning in repair_art_files(directory, targets, checkpoints=run.backend.kind == "local"):
+        print(warning)
     model = build_model(run)
     await model.register(backend, _openai_client_config=server_config(run))
     step = await model.get_step()
