@@ -101,7 +101,8 @@ def test_the_template_check_reports_what_art_forces_and_fails_on_a_difference():
     assert lone.mentions == ("enable_thinking", "preserve_thinking")
     assert lone.training == {"enable_thinking": False, "preserve_thinking": True}
     assert lone.differing == ["preserve_thinking"] and lone.as_check().status == "fail"
-    ours = internal_config(load_run_config("binary-01"))["chat_template_kwargs"]
+    ours = internal_config(load_run_config("binary-01"), QWEN_LIKE)["chat_template_kwargs"]
+    assert ours == {"enable_thinking": False, "preserve_thinking": False}
     assert template_check(QWEN_LIKE, ours).as_check().status == "pass"
     plain = template_check("{{ messages }}", None)
     assert plain.mentions == () and plain.training == {} and plain.as_check().status == "pass"

@@ -37,6 +37,7 @@ async def evaluate_checkpoint(
     concurrency: int = 16,
     out: Path | None = None,
     force: bool = False,
+    chat_template: str | None = None,
 ) -> EvalRun:
     """The newest checkpoint through `eval.run.evaluate`; the result says what is incomplete."""
     from env.generator import generate
@@ -50,7 +51,7 @@ async def evaluate_checkpoint(
     directory, targets = run_state.model_dir(run), run.lora.target_modules
     for warning in repair_art_files(directory, targets, checkpoints=run.backend.kind == "local"):
         print(warning)
-    model = build_model(run)
+    model = build_model(run, chat_template)
     await model.register(backend, _openai_client_config=server_config(run))
     step = await model.get_step()
     policy = TrainableModelPolicy(model, run.rollout, step=step)
@@ -98,10 +99,12 @@ def main(argv: list[str] | None = None) -> int:
         print(wandb_note)
     from agent.policy import PolicyError
     from eval.episode_log import RunLogError
+    from training.art.chat_template import TemplateUnavailable, resolve_chat_template
 
     try:
+        args.chat_template = resolve_chat_template(run.base_model)
         return asyncio.run(_evaluate_and_close(run, make_backend(run), args))
-    except (PolicyError, RunLogError) as exc:
+    except (PolicyError, RunLogError, TemplateUnavailable) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USER_ERROR
 
@@ -119,6 +122,7 @@ async def _evaluate_and_close(
             concurrency=args.concurrency,
             out=args.out,
             force=args.force,
+            chat_template=args.chat_template,
         )
     finally:
         await backend.close()

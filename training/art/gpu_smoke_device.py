@@ -148,16 +148,17 @@ async def _checks(
 ) -> None:
     await _kernels(run, report, deadline)  # before register: minutes sooner when it fails
     await _gdn(run, report, deadline)
-    model = build_model(run)
+    load = asyncio.to_thread(AutoTokenizer.from_pretrained, run.base_model)
+    tokenizer: PreTrainedTokenizerBase = await _phase(report, "template", load, deadline)
+    template = tokenizer.chat_template if isinstance(tokenizer.chat_template, str) else None
+    model = build_model(run, template)  # the template decides the chat-template settings
     started = time.monotonic()
     register = model.register(backend, _openai_client_config=server_config(run))
     await _phase(report, "register", register, deadline)
     report.figures["register (vLLM + Unsloth start)"] = f"{time.monotonic() - started:.0f} s"
     report.add("register", "pass", f"{run.base_model} served as {model.get_inference_name()}")
 
-    kwargs = internal_config(run).get("chat_template_kwargs")
-    load = asyncio.to_thread(AutoTokenizer.from_pretrained, run.base_model)
-    tokenizer: PreTrainedTokenizerBase = await _phase(report, "template", load, deadline)
+    kwargs = internal_config(run, template).get("chat_template_kwargs")
     _add_or_stop(report, template_check(tokenizer.chat_template, kwargs).as_check())
 
     started = time.monotonic()
@@ -277,7 +278,8 @@ async def _compare(
     pair: list[art.TrajectoryGroup],
 ) -> Check:
     """vLLM's tokens of every turn of `trajectory` against ART's packing of its repaired copy."""
-    config = internal_config(run)
+    template = tokenizer.chat_template if isinstance(tokenizer.chat_template, str) else None
+    config = internal_config(run, template)
     kwargs = config.get("chat_template_kwargs")
     turns = []
     root = (model.inference_base_url or "").rstrip("/").removesuffix("/v1")

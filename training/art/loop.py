@@ -85,8 +85,10 @@ async def train(
     max_steps: int | None = None,
     force: bool = False,
     say: Say = print,
+    chat_template: str | None = None,
 ) -> TrainingSummary:
-    """`max_steps` caps this invocation below the run's own (a smoke run); both count GRPO steps."""
+    """`max_steps` caps this invocation below the run's own (a smoke run); both count GRPO steps.
+    `chat_template`: the base tokenizer's, which decides the chat-template settings."""
     started = time.monotonic()
     directory = run_state.model_dir(run)
     # refusals first: a changed config or a teacher without its API key must not cost a start-up
@@ -98,7 +100,7 @@ async def train(
         say(warning)
     note = run_state.record_run(directory, run, data.fingerprint(), force=force)
     check_teacher(run, directory)
-    model = build_model(run)
+    model = build_model(run, chat_template)
     await model.register(backend, _openai_client_config=server_config(run))
     summary = TrainingSummary(first_step=await model.get_step(), notes=[note] if note else [])
     offset = await ensure_cold_start(run, model, directory, say)
