@@ -58,10 +58,11 @@ def rollout(tokenizer):
 def test_help_documents_every_check():
     done = gpu_smoke("--help")
     assert done.returncode == 0
-    checks = ("kernels", "register", "template", "rollout", "tokens", "train", "precision")
-    for name in (*checks, "checkpoint"):
+    checks = ("kernels", "gdn", "template", "register", "rollout", "tokens", "train")
+    long_run = ("long-row", "equal-rewards", "resume", "validation", "pruning", "concurrency")
+    for name in (*checks, "precision", "checkpoint", *long_run):
         assert f"  {name}" in done.stdout
-    assert "preserve_thinking" in done.stdout and "peak GPU memory" in done.stdout
+    assert "peak GPU memory" in done.stdout and "re-run skips `gdn`" in done.stdout
 
 
 def test_on_a_cpu_machine_it_exits_2_with_one_line():

@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Awaitable
 from pathlib import Path
-from typing import TypeVar, cast
+from typing import Any, TypeVar, cast
 
 import art
 import httpx
@@ -48,6 +48,7 @@ from training.art.gpu_smoke_checks import (
     template_check,
     turn_prompts,
 )
+from training.art.gpu_smoke_phases import PHASE_NAMES, phase_deadline, skipped_on_rerun
 from training.art.guard import transformers_patch_kept
 from training.art.loop import gather_groups, rollout_config
 from training.art.smoke_environment import (
@@ -73,6 +74,7 @@ class GpuMemorySampler:
 
     def __init__(self, every_s: float = 1.0) -> None:
         self.peak_mib: int | None = None
+        self.window_peak_mib: int | None = None  # since start_window(): one phase's peak
         self.error: str | None = None
         self._every_s = every_s
         self._stop = threading.Event()
@@ -86,6 +88,9 @@ class GpuMemorySampler:
         self._stop.set()
         self._thread.join(timeout=5)
 
+    def start_window(self) -> None:
+        self.window_peak_mib = None
+
     def _loop(self) -> None:
         command = ["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits"]
         while not self._stop.is_set():
@@ -96,14 +101,16 @@ class GpuMemorySampler:
                 self.error = str(exc)[:120]
                 return
             self.peak_mib = max(self.peak_mib or 0, used)
+            self.window_peak_mib = max(self.window_peak_mib or 0, used)
             self._stop.wait(self._every_s)
 
 
 def run_smoke(run: RunConfig, *, timeout_s: float) -> SmokeReport:
     report = SmokeReport()
     started = time.monotonic()
+    previous = run_state.read_smoke_record(run_state.model_dir(run))  # before the wipe
     with GpuMemorySampler() as memory:
-        asyncio.run(_smoke(run, report, started + timeout_s))
+        asyncio.run(_smoke(run, report, started + timeout_s, memory, previous))
     if memory.peak_mib is not None:
         report.figures["peak GPU memory (all processes)"] = f"{memory.peak_mib / 1024:.1f} GiB"
         report.measured["peak_gpu_mib"] = memory.peak_mib
@@ -113,30 +120,48 @@ def run_smoke(run: RunConfig, *, timeout_s: float) -> SmokeReport:
     return report
 
 
-async def _smoke(run: RunConfig, report: SmokeReport, deadline: float) -> None:
+async def _smoke(
+    run: RunConfig,
+    report: SmokeReport,
+    deadline: float,
+    memory: GpuMemorySampler,
+    previous: dict[str, Any] | None,
+) -> None:
     patch = "kept" if transformers_patch_kept() else "undone (it does not fit this transformers)"
     report.add("setup", "note", f"ART's transformers patch {patch}")
     shutil.rmtree(run_state.model_dir(run), ignore_errors=True)  # the smoke's own model only
-    backend = make_backend(run)
+    backends = [make_backend(run)]
     try:
-        await _checks(run, report, deadline, backend)
+        await _checks(run, report, deadline, backends, memory, previous)
     except PhaseFailed:
         pass
     finally:
-        await backend.close()
+        for backend in backends:
+            await backend.close()
 
 
 async def _phase(report: SmokeReport, name: str, work: Awaitable[T], deadline: float) -> T:
-    """`work` within the deadline; a timeout or an exception becomes the check's failure."""
-    remaining = deadline - time.monotonic()
+    """`work` within the phase's own budget and the smoke's deadline; a timeout or an
+    exception becomes the check's failure. Its seconds go to the record."""
+    if name in PHASE_NAMES:
+        deadline = phase_deadline(name, deadline)
+    started = time.monotonic()
+    remaining = deadline - started
     try:
         if remaining <= 0:
             if asyncio.iscoroutine(work):
                 work.close()  # never started: no "never awaited" warning
             raise TimeoutError
-        return await asyncio.wait_for(work, remaining)
+        value = await asyncio.wait_for(work, remaining)
+        report.measured[f"phase_s/{name}"] = round(time.monotonic() - started, 1)
+        return value
     except TimeoutError:
-        report.add(name, "fail", "timed out (the smoke's --timeout-s is spent)")
+        report.add(
+            name,
+            "fail",
+            f"timed out after {time.monotonic() - started:.0f} s (its own "
+            "budget or the smoke's --timeout-s)",
+        )
     except Exception as exc:  # the report names it; the smoke stops at the first failure
         first_line = (str(exc).strip().splitlines() or [""])[0][:300]
         report.add(name, "fail", f"{type(exc).__name__}: {first_line}")
@@ -144,10 +169,22 @@ async def _phase(report: SmokeReport, name: str, work: Awaitable[T], deadline: f
 
 
 async def _checks(
-    run: RunConfig, report: SmokeReport, deadline: float, backend: art.Backend
+    run: RunConfig,
+    report: SmokeReport,
+    deadline: float,
+    backends: list[art.Backend],
+    memory: GpuMemorySampler,
+    previous: dict[str, Any] | None,
 ) -> None:
+    backend = backends[0]
+    versions = json.dumps(_versions(), sort_keys=True)
+    report.measured["versions"] = versions
+    skipped = skipped_on_rerun(previous, versions)
     await _kernels(run, report, deadline)  # before register: minutes sooner when it fails
-    await _gdn(run, report, deadline)
+    if "gdn" in skipped:
+        report.add("gdn", "pass", "skipped: the last smoke passed it with these versions")
+    else:
+        await _gdn(run, report, deadline)
     load = asyncio.to_thread(AutoTokenizer.from_pretrained, run.base_model)
     tokenizer: PreTrainedTokenizerBase = await _phase(report, "template", load, deadline)
     template = tokenizer.chat_template if isinstance(tokenizer.chat_template, str) else None
@@ -202,6 +239,34 @@ async def _checks(
     sample = _sample(model, result.step, trajectories[0])
     reply = await _phase(report, "checkpoint", sample, deadline)
     report.add("checkpoint", "pass", f"{model.get_inference_name(result.step)} answered: {reply}")
+    from training.art.gpu_smoke_long_device import long_run_phases
+
+    await long_run_phases(
+        run,
+        report,
+        deadline,
+        backend,
+        model,
+        tokenizer,
+        template,
+        trajectories[0],
+        _phase,
+        _add_or_stop,
+        memory,
+        backends,
+    )
+
+
+def _versions() -> dict[str, str]:
+    import importlib.metadata
+
+    found = {}
+    for name in ("torch", "triton", "fla-core", "transformers", "openpipe-art"):
+        try:
+            found[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            found[name] = "absent"
+    return found
 
 
 async def _kernels(run: RunConfig, report: SmokeReport, deadline: float) -> None:
