@@ -20,9 +20,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from training.art.plan import reference_tokens  # noqa: E402
-from training.data_order import plan_data  # noqa: E402
-from training.runs import load_run_config  # noqa: E402
+from training.art.plan import reference_tokens
+from training.data_order import plan_data
+from training.runs import load_run_config
 
 ROUND = 2048  # ART: math.ceil(max_tokens / 2048) * 2048
 
