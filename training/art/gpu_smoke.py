@@ -17,8 +17,10 @@ run it (no CUDA GPU, missing packages) or a bad argument, in one line.
 
 Everything that can be checked without a GPU is a pure function tested on CPU: the arguments
 here, the template check, the token comparison, nvidia-smi parsing and the report in
-`training.art.gpu_smoke_checks`. The GPU part is `training.art.gpu_smoke_device`, imported
-only once the machine has passed `training.art.backends.missing_requirements`.
+`training.art.gpu_smoke_checks` and `training.art.gpu_smoke_phases`. The GPU part is
+`training.art.gpu_smoke_device` (and its long-run phases, `training.art.gpu_smoke_long_device`,
+which also run on CPU with the backend double in the tests), imported only once the machine
+has passed `training.art.backends.missing_requirements`.
 """
 
 from __future__ import annotations
