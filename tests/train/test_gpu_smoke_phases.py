@@ -17,6 +17,7 @@ from training.art.gpu_smoke_phases import (
     PHASE_NAMES,
     concurrency_check,
     equal_rewards_check,
+    installed_versions,
     long_episode_messages,
     long_row_check,
     phase_deadline,
@@ -47,6 +48,9 @@ def test_a_rerun_skips_gdn_only_when_it_passed_under_the_same_versions():
     assert skipped_on_rerun(passed, versions.replace("0.4.2", "0.4.1")) == []
     assert skipped_on_rerun({**passed, "checks": {"gdn": "fail"}}, versions) == []
     assert skipped_on_rerun(None, versions) == []
+    here = installed_versions()
+    assert set(here) == {"torch", "triton", "fla-core", "transformers", "openpipe-art"}
+    assert all(isinstance(version, str) and version for version in here.values())
 
 
 def test_the_long_episode_trains_through_arts_tokenisation_at_90_percent(tmp_path):

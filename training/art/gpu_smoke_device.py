@@ -48,7 +48,12 @@ from training.art.gpu_smoke_checks import (
     template_check,
     turn_prompts,
 )
-from training.art.gpu_smoke_phases import PHASE_NAMES, phase_deadline, skipped_on_rerun
+from training.art.gpu_smoke_phases import (
+    PHASE_NAMES,
+    installed_versions,
+    phase_deadline,
+    skipped_on_rerun,
+)
 from training.art.guard import transformers_patch_kept
 from training.art.loop import gather_groups, rollout_config
 from training.art.smoke_environment import (
@@ -177,7 +182,7 @@ async def _checks(
     previous: dict[str, Any] | None,
 ) -> None:
     backend = backends[0]
-    versions = json.dumps(_versions(), sort_keys=True)
+    versions = json.dumps(installed_versions(), sort_keys=True)
     report.measured["versions"] = versions
     skipped = skipped_on_rerun(previous, versions)
     await _kernels(run, report, deadline)  # before register: minutes sooner when it fails
@@ -255,18 +260,6 @@ async def _checks(
         memory,
         backends,
     )
-
-
-def _versions() -> dict[str, str]:
-    import importlib.metadata
-
-    found = {}
-    for name in ("torch", "triton", "fla-core", "transformers", "openpipe-art"):
-        try:
-            found[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            found[name] = "absent"
-    return found
 
 
 async def _kernels(run: RunConfig, report: SmokeReport, deadline: float) -> None:

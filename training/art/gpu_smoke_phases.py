@@ -43,6 +43,7 @@ PHASES = (
 PHASE_NAMES = tuple(phase.name for phase in PHASES)
 BUDGETS = {phase.name: phase.budget_s for phase in PHASES}
 RERUN_SKIPPABLE = ("gdn",)
+RERUN_VERSIONS = ("torch", "triton", "fla-core", "transformers", "openpipe-art")
 LONG_ROW_SHARE = 0.9  # of [grpo] max_seq_length
 CONCURRENT_ROLLOUTS = 64  # 8 groups of 8, as a real step gathers them
 
@@ -56,6 +57,19 @@ def phase_deadline(name: str, overall_deadline: float, now: float | None = None)
     """The sooner of the phase's own budget from now and the smoke's overall deadline."""
     now = time.monotonic() if now is None else now
     return min(now + BUDGETS[name], overall_deadline)
+
+
+def installed_versions() -> dict[str, str]:
+    """What a passed `gdn` phase depends on; a re-run under other versions runs it again."""
+    import importlib.metadata
+
+    found = {}
+    for name in RERUN_VERSIONS:
+        try:
+            found[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            found[name] = "absent"
+    return found
 
 
 def skipped_on_rerun(previous: dict[str, Any] | None, versions: str) -> list[str]:
