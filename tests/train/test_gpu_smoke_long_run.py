@@ -14,7 +14,7 @@ import time
 import art
 import pytest
 
-from env.generator import generate
+from env.generation.generator import generate
 from tests.support.scripted_server import ScriptedOpenAIServer
 from tests.train.backend_double import FakeBackendForTests
 from tests.train.loop_fixtures import ReferenceOrQuit, small_run

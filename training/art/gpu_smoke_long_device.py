@@ -15,7 +15,7 @@ from openai.types.chat.chat_completion_message import ChatCompletionMessage
 from openai.types.chat.chat_completion_token_logprob import ChatCompletionTokenLogprob
 from transformers import PreTrainedTokenizerBase
 
-from env.generator import generate
+from env.generation.generator import generate
 from training.art import run_state
 from training.art.art_files import STATE_FILE, repair_art_files
 from training.art.backends import build_model, make_backend, server_config, train_kwargs
