@@ -109,16 +109,20 @@ async def train_art(run: RunConfig, data: DataPlan, *, max_steps: int | None, fo
     """The backend is made here and handed to the loop, which owns everything else."""
     from agent.policy import PolicyError
     from training.art.backends import BackendUnavailable, make_backend
+    from training.art.chat_template import TemplateUnavailable, resolve_chat_template
     from training.art.cold_start import ColdStartError
     from training.art.loop import train
     from training.art.run_state import RunChanged
 
     try:
+        template = resolve_chat_template(run.base_model)  # decides the chat-template settings
         backend = make_backend(run)
-    except BackendUnavailable as exc:
+    except (BackendUnavailable, TemplateUnavailable) as exc:
         return fail(exc)
     try:
-        summary = await train(run, backend, data, max_steps=max_steps, force=force)
+        summary = await train(
+            run, backend, data, max_steps=max_steps, force=force, chat_template=template
+        )
     except (RunChanged, PolicyError, ColdStartError, BackendUnavailable) as exc:
         return fail(f"{exc} (rerun the same command to resume)")
     finally:

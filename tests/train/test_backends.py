@@ -31,7 +31,9 @@ def test_the_model_carries_the_lora_shape_and_the_qwen35_chat_settings():
         "lora_alpha": 32,
         "target_modules": list(run.lora.target_modules),
     }
-    assert config["chat_template_kwargs"] == {"enable_thinking": False, "preserve_thinking": True}
+    assert config["chat_template_kwargs"] == {"enable_thinking": False}  # no template named it
+    named = internal_config(run, "{% if preserve_thinking %}{% endif %}")
+    assert named["chat_template_kwargs"] == {"enable_thinking": False, "preserve_thinking": False}
     assert config["chat_template_tool_schema_format"] == "vllm_openai"
 
 

@@ -69,12 +69,14 @@ def test_every_line_is_one_exact_pin_and_the_open_ends_are_closed():
         assert name in pinned, name  # what ART 0.5.18 leaves open
     for name in ("flash-linear-attention", "fla-core", "causal-conv1d"):  # the GDN kernels
         assert name in pinned, name
+    # fla issue #640: 0.4.1's backward tile is miscompiled on H100/H200 by Triton 3.4-3.7.0
+    assert pinned["fla-core"] == pinned["flash-linear-attention"] == "0.4.2"
     assert int(pinned["polars"].split(".")[0]) < 2 and int(pinned["openai"].split(".")[0]) < 3
 
 
 def test_the_extras_name_the_kernels_that_the_constraints_pin():
     requirements = " ".join(gpu_requirements())
-    assert "flash-linear-attention" in requirements and "openpipe-art[backend]==0.5.18" in (
+    assert "flash-linear-attention==0.4.2" in requirements and "openpipe-art[backend]==0.5.18" in (
         requirements
     )
     assert "causal-conv1d" not in requirements  # cannot build in pip's isolated build env

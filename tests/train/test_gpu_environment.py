@@ -151,3 +151,25 @@ def test_an_export_refuses_a_cut_adapter_and_names_the_problem(tmp_path, monkeyp
     weights.write_bytes(weights.read_bytes()[:-32])
     with pytest.raises(ExportError, match=r"holds no PEFT adapter \(adapter_model.safetensors: "):
         export_checkpoint(run, tmp_path / "cut")
+
+
+def test_the_budget_takes_the_long_row_phase_when_the_smoke_ran_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    run = load_run_config("binary-01")
+    data = plan_data(run)
+    long = {"long_row_train_s": 30.0, "concurrent_rollout_s": 128.0, "concurrent_rollouts": 64}
+    run_state.write_smoke_record(run_state.smoke_dir(run), smoke_figures(run, **long))
+    budget = estimate(run, data)
+    assert budget.step_seconds == 64 * (30.0 / 2 + 128.0 / 64)  # not the short rows' 30 s
+    assert "to train 2 rows at 90% of max_seq_length" in render_plan(run, data)
+
+
+def test_check_says_what_memory_the_longest_row_needs():
+    from training.art.memory import memory_line, needed_gib
+
+    low, high = needed_gib(32768)
+    assert (round(low), round(high)) == (75, 85)  # the third review's 75-85 GiB
+    assert memory_line(32768, 80.0).startswith("warning: this GPU has 80 GiB")
+    assert memory_line(32768, 40.0).startswith("WARNING: this GPU has 40 GiB")
+    assert memory_line(16384, 141.0).endswith("this GPU has 141 GiB")
+    assert memory_line(32768, None).endswith("no GPU seen here")

@@ -58,10 +58,11 @@ def rollout(tokenizer):
 def test_help_documents_every_check():
     done = gpu_smoke("--help")
     assert done.returncode == 0
-    checks = ("kernels", "register", "template", "rollout", "tokens", "train", "precision")
-    for name in (*checks, "checkpoint"):
+    checks = ("kernels", "gdn", "template", "register", "rollout", "tokens", "train")
+    long_run = ("long-row", "equal-rewards", "resume", "validation", "pruning", "concurrency")
+    for name in (*checks, "precision", "checkpoint", *long_run):
         assert f"  {name}" in done.stdout
-    assert "preserve_thinking" in done.stdout and "peak GPU memory" in done.stdout
+    assert "peak GPU memory" in done.stdout and "re-run skips `gdn`" in done.stdout
 
 
 def test_on_a_cpu_machine_it_exits_2_with_one_line():
@@ -101,7 +102,8 @@ def test_the_template_check_reports_what_art_forces_and_fails_on_a_difference():
     assert lone.mentions == ("enable_thinking", "preserve_thinking")
     assert lone.training == {"enable_thinking": False, "preserve_thinking": True}
     assert lone.differing == ["preserve_thinking"] and lone.as_check().status == "fail"
-    ours = internal_config(load_run_config("binary-01"))["chat_template_kwargs"]
+    ours = internal_config(load_run_config("binary-01"), QWEN_LIKE)["chat_template_kwargs"]
+    assert ours == {"enable_thinking": False, "preserve_thinking": False}
     assert template_check(QWEN_LIKE, ours).as_check().status == "pass"
     plain = template_check("{{ messages }}", None)
     assert plain.mentions == () and plain.training == {} and plain.as_check().status == "pass"

@@ -132,3 +132,24 @@ def test_the_record_carries_what_check_needs_and_lands_beside_the_smoke_model(tm
     origin = load_run_config("binary-01")
     assert path.parent == run_state.smoke_dir(origin, str(tmp_path / ".art-smoke"))
     assert run_state.read_smoke_record(path.parent) == record
+
+
+def test_the_gdn_phase_reads_the_gradient_checks_json_line():
+    import json
+
+    from training.art.gpu_smoke_checks import gdn_gradient_check
+
+    line = {
+        "errors": {"o": 1e-3, "dq": 2e-3, "dk": 0.4, "dg": 0.9},
+        "failed": ["dk", "dg"],
+        "versions": {"fla-core": "0.4.1"},
+    }
+    bad = gdn_gradient_check(1, "compiling...\n" + json.dumps(line) + "\n", "")
+    assert bad.status == "fail" and "fla-core 0.4.1" in bad.detail and "dk, dg past" in bad.detail
+    line |= {"errors": {"o": 1e-3, "dk": 3e-3}, "failed": [], "versions": {"fla-core": "0.4.2"}}
+    good = gdn_gradient_check(0, json.dumps(line), "")
+    assert good.status == "pass" and "dk 3.0e-03" in good.detail
+    cannot = gdn_gradient_check(2, "", "warning\nerror: the GDN check needs fla-core\n")
+    assert cannot.status == "fail" and cannot.detail.endswith("error: the GDN check needs fla-core")
+    crashed = gdn_gradient_check(-9, "", "Traceback...\nRuntimeError: CUDA out of memory\n")
+    assert crashed.status == "fail" and "ended with -9: RuntimeError" in crashed.detail

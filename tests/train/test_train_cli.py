@@ -158,3 +158,21 @@ def test_the_budget_uses_the_measured_step_time_once_the_run_has_one(tmp_path, m
     assert model_dir(run).is_dir()
     measured = estimate(run, data)
     assert (measured.step_seconds, measured.step_seconds_measured) == (150.0, 1)
+
+
+def test_the_model_card_serves_with_what_the_saved_template_decides(tmp_path):
+    from training.art.export import checkpoint_template
+
+    run = load_run_config("binary-01")
+    naming = "{% if preserve_thinking %}{% endif %}{{ messages }}"
+    card = model_card(run, 5, history=[], chat_template=naming)
+    assert '\'{"enable_thinking": false, "preserve_thinking": false}\'' in card
+    assert "The chat template names `preserve_thinking`" in card
+    plain = model_card(run, 5, history=[], chat_template="{{ messages }}")
+    assert "'{\"enable_thinking\": false}'" in plain and "does not name" in plain
+    assert "No chat template was saved" in model_card(run, 5, history=[])
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"chat_template": naming}))
+    assert checkpoint_template(tmp_path) == naming
+    (tmp_path / "chat_template.jinja").write_text("{{ messages }}")
+    assert checkpoint_template(tmp_path) == "{{ messages }}"  # the file wins, as transformers'
+    assert checkpoint_template(tmp_path / "none") is None

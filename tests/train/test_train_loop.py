@@ -124,7 +124,7 @@ def test_every_request_names_the_current_checkpoint_and_disables_thinking(three_
     names = {body["model"] for body in server.requests}
     assert names == {"loop-test@0", "loop-test@1", "loop-test@2", "loop-test@3"}
     assert all(
-        body["chat_template_kwargs"] == {"enable_thinking": False, "preserve_thinking": True}
+        body["chat_template_kwargs"] == {"enable_thinking": False}  # no template named more
         for body in server.requests
     )
     assert all(body["logprobs"] is True for body in server.requests)

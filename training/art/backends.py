@@ -20,6 +20,7 @@ from collections.abc import MutableMapping
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from agent.api_policies import is_qwen35
+from training.art.chat_template import template_kwargs
 from training.art.run_state import art_path
 from training.runs import RunConfig, vllm_max_lora_rank
 
@@ -30,10 +31,6 @@ TRAIN_EXTRA = "pip install -e '.[train]' -c constraints/gpu-py311.txt"
 TINKER_EXTRA = "pip install 'openpipe-art[tinker]==0.5.18'"
 # vLLM's parser for Qwen3.5's XML tool calls; ART's default ("hermes") does not parse them
 QWEN35_TOOL_PARSER = "qwen3_coder"
-# ART renders training with preserve_thinking=True whenever the template names it
-# (art/preprocessing/tokenize.py `_chat_template_kwargs`); saying so here sends the same to
-# vLLM on every request (ART's client adds these), and a template that ignores it is unchanged
-QWEN35_CHAT_TEMPLATE_KWARGS = {"enable_thinking": False, "preserve_thinking": True}
 # Qwen3.5's Gated-DeltaNet layers run fast only when both import; else transformers falls back
 # to pure torch (flash-linear-attention provides `fla`, causal-conv1d `causal_conv1d`)
 GDN_KERNEL_MODULES = ("fla", "causal_conv1d")
@@ -155,7 +152,9 @@ def make_backend(run: RunConfig) -> art.Backend:
     return cast("art.Backend", LocalBackend(path=path))
 
 
-def build_model(run: RunConfig) -> art.TrainableModel:
+def build_model(run: RunConfig, chat_template: str | None = None) -> art.TrainableModel:
+    """`chat_template`: the base tokenizer's (training.art.chat_template.resolve_chat_template);
+    it decides the chat-template settings both sides use."""
     import art
 
     return art.TrainableModel(
@@ -164,12 +163,15 @@ def build_model(run: RunConfig) -> art.TrainableModel:
         base_model=run.base_model,
         base_path=str(art_path(run)),
         report_metrics=["wandb"] if run.backend.wandb else [],  # [] keeps W&B off
-        _internal_config=internal_config(run),
+        _internal_config=internal_config(run, chat_template),
     )
 
 
-def internal_config(run: RunConfig) -> art.dev.InternalModelConfig:
-    """LoRA shape, vLLM memory share and the chat-template settings training and vLLM share."""
+def internal_config(
+    run: RunConfig, chat_template: str | None = None
+) -> art.dev.InternalModelConfig:
+    """LoRA shape, vLLM memory share and the chat-template settings training and vLLM share
+    (decided by the base model's `chat_template`: training.art.chat_template)."""
     import art
 
     lora = run.lora
@@ -194,8 +196,9 @@ def internal_config(run: RunConfig) -> art.dev.InternalModelConfig:
             "max_model_len": run.grpo.max_seq_length,
             "max_lora_rank": vllm_max_lora_rank(lora.rank),
         }
-    if is_qwen35(run.base_model):  # inference and training must render the same tokens
-        config["chat_template_kwargs"] = dict(QWEN35_CHAT_TEMPLATE_KWARGS)
+    kwargs = template_kwargs(run.base_model, chat_template)
+    if kwargs is not None:  # inference and training must render the same tokens
+        config["chat_template_kwargs"] = kwargs
     if run.backend.kind == "tinker":
         from art.tinker import get_renderer_name
 

@@ -37,19 +37,21 @@ async def evaluate_checkpoint(
     concurrency: int = 16,
     out: Path | None = None,
     force: bool = False,
+    chat_template: str | None = None,
 ) -> EvalRun:
     """The newest checkpoint through `eval.run.evaluate`; the result says what is incomplete."""
     from env.generation.generator import generate
     from eval.run import evaluate
     from training.art import run_state
+    from training.art.art_files import repair_art_files
     from training.art.backends import build_model, server_config
     from training.art.trainable_policy import TrainableModelPolicy, eval_run_config
 
-    if run.backend.kind == "local":  # a checkpoint killed mid-save must not be the one loaded
-        directory, targets = run_state.model_dir(run), run.lora.target_modules
-        for warning in run_state.set_aside_incomplete_checkpoints(directory, targets):
-            print(warning)
-    model = build_model(run)
+    # a checkpoint killed mid-save must not be the one loaded, nor a cut state.json stop a log
+    directory, targets = run_state.model_dir(run), run.lora.target_modules
+    for warning in repair_art_files(directory, targets, checkpoints=run.backend.kind == "local"):
+        print(warning)
+    model = build_model(run, chat_template)
     await model.register(backend, _openai_client_config=server_config(run))
     step = await model.get_step()
     policy = TrainableModelPolicy(model, run.rollout, step=step)
@@ -97,10 +99,12 @@ def main(argv: list[str] | None = None) -> int:
         print(wandb_note)
     from agent.policy import PolicyError
     from eval.episode_log import RunLogError
+    from training.art.chat_template import TemplateUnavailable, resolve_chat_template
 
     try:
+        args.chat_template = resolve_chat_template(run.base_model)
         return asyncio.run(_evaluate_and_close(run, make_backend(run), args))
-    except (PolicyError, RunLogError) as exc:
+    except (PolicyError, RunLogError, TemplateUnavailable) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USER_ERROR
 
@@ -118,6 +122,7 @@ async def _evaluate_and_close(
             concurrency=args.concurrency,
             out=args.out,
             force=args.force,
+            chat_template=args.chat_template,
         )
     finally:
         await backend.close()

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from training.art import run_state
+from training.art.chat_template import names_preserve_thinking, serve_kwargs_json
 from training.runs import RunConfig, vllm_max_lora_rank
 
 CARD = "README.md"
@@ -81,7 +82,14 @@ def _export(run: RunConfig, destination: Path, step: int | None) -> ExportResult
         shutil.copy2(source / name, destination / name)
     original_base = _write_adapter_config(source, destination, run.base_model)
     history = run_state.read_history(directory)
-    card = model_card(run, step, history, run_state.grpo_offset(directory), original_base)
+    card = model_card(
+        run,
+        step,
+        history,
+        run_state.grpo_offset(directory),
+        original_base,
+        checkpoint_template(source),
+    )
     (destination / CARD).write_text(card, encoding="utf-8")
     files = tuple(sorted([*copied, ADAPTER_CONFIG, CARD]))
     return ExportResult(step, source, destination, files)
@@ -102,7 +110,9 @@ def model_card(
     history: list[dict[str, Any]],
     sft_steps: int = 0,
     original_base: str | None = None,
+    chat_template: str | None = None,
 ) -> str:
+    """`chat_template`: the one saved with the checkpoint, which decides the serve settings."""
     lines = [
         "---",
         f"base_model: {run.base_model}",
@@ -125,7 +135,7 @@ def model_card(
         "",
         *_validation_table(run, history),
         "",
-        *_usage(run),
+        *_usage(run, chat_template),
         "",
         "## Known limits",
         "",
@@ -134,6 +144,7 @@ def model_card(
         "- Validation above is pass^1 on the run's validation split during training; the "
         "numbers to quote come from `eval/run.py` on the `eval` split with k samples.",
         "- Thinking was off in training (`enable_thinking: false`); serve it the same way.",
+        _preserve_thinking_line(chat_template),
         f"- Tool calls must be parsed with vLLM's `qwen3_coder` parser for {run.base_model}.",
     ]
     return "\n".join(lines) + "\n"
@@ -215,7 +226,36 @@ def _validation_table(run: RunConfig, history: list[dict[str, Any]]) -> list[str
     return table
 
 
-def _usage(run: RunConfig) -> list[str]:
+def checkpoint_template(checkpoint: Path) -> str | None:
+    """The chat template saved beside the adapter (chat_template.jinja or tokenizer_config)."""
+    jinja = checkpoint / "chat_template.jinja"
+    if jinja.is_file():
+        return jinja.read_text(encoding="utf-8")
+    try:
+        config = json.loads((checkpoint / "tokenizer_config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    template = config.get("chat_template") if isinstance(config, dict) else None
+    return template if isinstance(template, str) else None
+
+
+def _preserve_thinking_line(chat_template: str | None) -> str:
+    if chat_template is None:
+        return (
+            "- No chat template was saved with the checkpoint: if the base model's template "
+            "names `preserve_thinking`, serve with `preserve_thinking: false` too, as training "
+            "rendered it (true stops the template trimming past assistant text)."
+        )
+    if names_preserve_thinking(chat_template):
+        return (
+            "- The chat template names `preserve_thinking`; training rendered with "
+            "`preserve_thinking: false` (true stops it trimming past assistant text), and the "
+            "serve command above says the same."
+        )
+    return "- The chat template does not name `preserve_thinking`; nothing to set for it."
+
+
+def _usage(run: RunConfig, chat_template: str | None = None) -> list[str]:
     return [
         "## Serve and evaluate",
         "",
@@ -225,7 +265,7 @@ def _usage(run: RunConfig) -> list[str]:
         f"--max-model-len {run.grpo.max_seq_length} \\",
         "  --lora-modules ledgergym=<this directory> \\",
         "  --enable-auto-tool-choice --tool-call-parser qwen3_coder \\",
-        "  --default-chat-template-kwargs '{\"enable_thinking\": false}'",
+        f"  --default-chat-template-kwargs '{serve_kwargs_json(run.base_model, chat_template)}'",
         "python eval/run.py --base-url http://127.0.0.1:8000/v1 --model-name ledgergym \\",
         "  --split eval --k 4",
         "```",

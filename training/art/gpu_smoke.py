@@ -2,33 +2,25 @@
 
     python -m training.art.gpu_smoke --run binary-01 [--base-model Qwen/Qwen3.5-4B]
 
-It trains a throw-away copy of the run (`<run>-smoke`, under --path, deleted first) and checks,
-in order, stopping at the first failure:
-  kernels    transformers' Gated-DeltaNet layers (Qwen3.5, Qwen3-Next) take the fast path:
-             flash-linear-attention and causal-conv1d, not the pure-torch fallback
-  register   LocalBackend starts (Unsloth + ART's vLLM) and the model registers
-  template   the chat template: whether it mentions preserve_thinking / enable_thinking, what
-             ART will force when it renders training tokens, and whether vLLM requests get
-             the same chat-template settings
-  rollout    one group of 2 rollouts on the run's first training scenario; at least one
-             assistant turn must carry a tool_call that vLLM's tool parser parsed
-  tokens     for one trajectory: vLLM's prompt token ids of every turn (its /tokenize with the
-             same messages, tools and settings) plus the sampled ids, against the tokens ART
-             packs for training; they must agree position for position
-  train      one backend.train step (a gradient step even when the group's rewards are equal)
-  precision  the base Unsloth trained on is the run's `[model] load_in_4bit` (bf16 or 4-bit)
-  checkpoint vLLM serves `<run>-smoke@1` and samples from it
-and prints peak GPU memory (nvidia-smi, all processes) and the train step's time; the figures
-land in `<path>/<project>/models/<run>-smoke/ledgergym_smoke.json`, whose step time
-`train.py --check` uses for its budget. Budget: --timeout-s (600 s); the very first run on a
-machine also builds ART's vLLM runtime and downloads the model: pass --timeout-s 1800.
+It trains a throw-away copy of the run (`<run>-smoke`, under --path, deleted first) and runs
+these phases in order, each within its own budget (seconds) and the smoke's --timeout-s,
+stopping at the first failure:
+{phases}
+and prints peak GPU memory (nvidia-smi, all processes; the long row's own peak) and the times;
+the figures land in `<path>/<project>/models/<run>-smoke/ledgergym_smoke.json` with one line per
+phase, and `train.py --check` takes its seconds per step from the long-row and concurrency
+phases. Budget: --timeout-s (1800 s): a first run, which also builds ART's vLLM runtime and
+downloads the model, stays under 30 minutes; a re-run skips `gdn` when the last one passed it
+with the same torch, Triton and fla-core (and the builds and downloads are cached).
 Exit 0: every check passed; 1: a check failed (the report says which); 2: this machine cannot
 run it (no CUDA GPU, missing packages) or a bad argument, in one line.
 
 Everything that can be checked without a GPU is a pure function tested on CPU: the arguments
 here, the template check, the token comparison, nvidia-smi parsing and the report in
-`training.art.gpu_smoke_checks`. The GPU part is `training.art.gpu_smoke_device`, imported
-only once the machine has passed `training.art.backends.missing_requirements`.
+`training.art.gpu_smoke_checks` and `training.art.gpu_smoke_phases`. The GPU part is
+`training.art.gpu_smoke_device` (and its long-run phases, `training.art.gpu_smoke_long_device`,
+which also run on CPU with the backend double in the tests), imported only once the machine
+has passed `training.art.backends.missing_requirements`.
 """
 
 from __future__ import annotations
@@ -41,6 +33,7 @@ from pathlib import Path
 from env.cli import EXIT_FAILED, Parser, UsageError, fail
 from training.art import run_state
 from training.art.gpu_smoke_checks import render_report, smoke_record
+from training.art.gpu_smoke_phases import phase_help
 from training.runs import RunConfig, RunConfigError, load_run_config
 
 SMOKE_SUFFIX = run_state.SMOKE_SUFFIX
@@ -54,7 +47,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     doc = __doc__ or ""
     parser = Parser(
         prog="python -m training.art.gpu_smoke",
-        description=doc.split("\n\nEverything")[0],
+        description=doc.split("\n\nEverything")[0].format(phases=phase_help()),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--run", required=True, help="a run in runs/ (its LoRA, loss, rollout)")
@@ -62,7 +55,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--path", type=Path, default=Path(run_state.SMOKE_PATH), help="where the smoke model lives"
     )
-    parser.add_argument("--timeout-s", type=float, default=600.0, help="the whole smoke's budget")
+    parser.add_argument(
+        "--timeout-s", type=float, default=1800.0, help="the whole smoke's budget (1800 s)"
+    )
     args = parser.parse_args(argv)
     if args.timeout_s <= 0:
         parser.error("--timeout-s must be positive")

@@ -7,6 +7,7 @@ command import these and never each other. Tested on CPU: tests/train/test_gpu_s
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -205,3 +206,27 @@ def render_report(report: SmokeReport, title: str) -> str:
     failed = [check.name for check in report.checks if check.status == "fail"]
     lines.append(f"FAILED: {', '.join(failed)}" if failed else "all checks passed")
     return "\n".join(lines)
+
+
+def gdn_gradient_check(returncode: int, stdout: str, stderr: str) -> Check:
+    """The verdict of `python -m training.art.gdn_check --json`, run as a child process."""
+    if returncode == 2:
+        said = (stderr.strip().splitlines() or ["no reason given"])[-1]
+        return Check("gdn", "fail", f"the GDN gradient check could not run: {said}")
+    try:
+        result = json.loads(stdout.strip().splitlines()[-1])
+        errors, failed = dict(result["errors"]), list(result["failed"])
+        fla = result["versions"]["fla-core"]
+    except (IndexError, KeyError, TypeError, ValueError):
+        tail = (stderr.strip().splitlines() or ["no output"])[-1][:200]
+        return Check("gdn", "fail", f"the GDN gradient check ended with {returncode}: {tail}")
+    figures = ", ".join(f"{name} {error:.1e}" for name, error in errors.items())
+    if failed or returncode != 0:
+        what = ", ".join(failed) or f"exit {returncode}"
+        return Check(
+            "gdn",
+            "fail",
+            f"fla-core {fla} gradients wrong on this GPU ({what} past tolerance: {figures}); "
+            "pin fla-core 0.4.2 (constraints/gpu-py311.txt, fla issue #640)",
+        )
+    return Check("gdn", "pass", f"fla-core {fla} fwd+bwd within fla's tolerances ({figures})")

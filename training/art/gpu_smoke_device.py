@@ -13,11 +13,12 @@ import asyncio
 import json
 import shutil
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Awaitable
 from pathlib import Path
-from typing import TypeVar, cast
+from typing import Any, TypeVar, cast
 
 import art
 import httpx
@@ -41,10 +42,17 @@ from training.art.gpu_smoke_checks import (
     SmokeReport,
     Turn,
     compare_tokens,
+    gdn_gradient_check,
     parse_gpu_memory,
     sampled_token_ids,
     template_check,
     turn_prompts,
+)
+from training.art.gpu_smoke_phases import (
+    PHASE_NAMES,
+    installed_versions,
+    phase_deadline,
+    skipped_on_rerun,
 )
 from training.art.guard import transformers_patch_kept
 from training.art.loop import gather_groups, rollout_config
@@ -71,6 +79,7 @@ class GpuMemorySampler:
 
     def __init__(self, every_s: float = 1.0) -> None:
         self.peak_mib: int | None = None
+        self.window_peak_mib: int | None = None  # since start_window(): one phase's peak
         self.error: str | None = None
         self._every_s = every_s
         self._stop = threading.Event()
@@ -84,6 +93,9 @@ class GpuMemorySampler:
         self._stop.set()
         self._thread.join(timeout=5)
 
+    def start_window(self) -> None:
+        self.window_peak_mib = None
+
     def _loop(self) -> None:
         command = ["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits"]
         while not self._stop.is_set():
@@ -94,14 +106,16 @@ class GpuMemorySampler:
                 self.error = str(exc)[:120]
                 return
             self.peak_mib = max(self.peak_mib or 0, used)
+            self.window_peak_mib = max(self.window_peak_mib or 0, used)
             self._stop.wait(self._every_s)
 
 
 def run_smoke(run: RunConfig, *, timeout_s: float) -> SmokeReport:
     report = SmokeReport()
     started = time.monotonic()
+    previous = run_state.read_smoke_record(run_state.model_dir(run))  # before the wipe
     with GpuMemorySampler() as memory:
-        asyncio.run(_smoke(run, report, started + timeout_s))
+        asyncio.run(_smoke(run, report, started + timeout_s, memory, previous))
     if memory.peak_mib is not None:
         report.figures["peak GPU memory (all processes)"] = f"{memory.peak_mib / 1024:.1f} GiB"
         report.measured["peak_gpu_mib"] = memory.peak_mib
@@ -111,30 +125,48 @@ def run_smoke(run: RunConfig, *, timeout_s: float) -> SmokeReport:
     return report
 
 
-async def _smoke(run: RunConfig, report: SmokeReport, deadline: float) -> None:
+async def _smoke(
+    run: RunConfig,
+    report: SmokeReport,
+    deadline: float,
+    memory: GpuMemorySampler,
+    previous: dict[str, Any] | None,
+) -> None:
     patch = "kept" if transformers_patch_kept() else "undone (it does not fit this transformers)"
     report.add("setup", "note", f"ART's transformers patch {patch}")
     shutil.rmtree(run_state.model_dir(run), ignore_errors=True)  # the smoke's own model only
-    backend = make_backend(run)
+    backends = [make_backend(run)]
     try:
-        await _checks(run, report, deadline, backend)
+        await _checks(run, report, deadline, backends, memory, previous)
     except PhaseFailed:
         pass
     finally:
-        await backend.close()
+        for backend in backends:
+            await backend.close()
 
 
 async def _phase(report: SmokeReport, name: str, work: Awaitable[T], deadline: float) -> T:
-    """`work` within the deadline; a timeout or an exception becomes the check's failure."""
-    remaining = deadline - time.monotonic()
+    """`work` within the phase's own budget and the smoke's deadline; a timeout or an
+    exception becomes the check's failure. Its seconds go to the record."""
+    if name in PHASE_NAMES:
+        deadline = phase_deadline(name, deadline)
+    started = time.monotonic()
+    remaining = deadline - started
     try:
         if remaining <= 0:
             if asyncio.iscoroutine(work):
                 work.close()  # never started: no "never awaited" warning
             raise TimeoutError
-        return await asyncio.wait_for(work, remaining)
+        value = await asyncio.wait_for(work, remaining)
+        report.measured[f"phase_s/{name}"] = round(time.monotonic() - started, 1)
+        return value
     except TimeoutError:
-        report.add(name, "fail", "timed out (the smoke's --timeout-s is spent)")
+        report.add(
+            name,
+            "fail",
+            f"timed out after {time.monotonic() - started:.0f} s (its own "
+            "budget or the smoke's --timeout-s)",
+        )
     except Exception as exc:  # the report names it; the smoke stops at the first failure
         first_line = (str(exc).strip().splitlines() or [""])[0][:300]
         report.add(name, "fail", f"{type(exc).__name__}: {first_line}")
@@ -142,19 +174,33 @@ async def _phase(report: SmokeReport, name: str, work: Awaitable[T], deadline: f
 
 
 async def _checks(
-    run: RunConfig, report: SmokeReport, deadline: float, backend: art.Backend
+    run: RunConfig,
+    report: SmokeReport,
+    deadline: float,
+    backends: list[art.Backend],
+    memory: GpuMemorySampler,
+    previous: dict[str, Any] | None,
 ) -> None:
+    backend = backends[0]
+    versions = json.dumps(installed_versions(), sort_keys=True)
+    report.measured["versions"] = versions
+    skipped = skipped_on_rerun(previous, versions)
     await _kernels(run, report, deadline)  # before register: minutes sooner when it fails
-    model = build_model(run)
+    if "gdn" in skipped:
+        report.add("gdn", "pass", "skipped: the last smoke passed it with these versions")
+    else:
+        await _gdn(run, report, deadline)
+    load = asyncio.to_thread(AutoTokenizer.from_pretrained, run.base_model)
+    tokenizer: PreTrainedTokenizerBase = await _phase(report, "template", load, deadline)
+    template = tokenizer.chat_template if isinstance(tokenizer.chat_template, str) else None
+    model = build_model(run, template)  # the template decides the chat-template settings
     started = time.monotonic()
     register = model.register(backend, _openai_client_config=server_config(run))
     await _phase(report, "register", register, deadline)
     report.figures["register (vLLM + Unsloth start)"] = f"{time.monotonic() - started:.0f} s"
     report.add("register", "pass", f"{run.base_model} served as {model.get_inference_name()}")
 
-    kwargs = internal_config(run).get("chat_template_kwargs")
-    load = asyncio.to_thread(AutoTokenizer.from_pretrained, run.base_model)
-    tokenizer: PreTrainedTokenizerBase = await _phase(report, "template", load, deadline)
+    kwargs = internal_config(run, template).get("chat_template_kwargs")
     _add_or_stop(report, template_check(tokenizer.chat_template, kwargs).as_check())
 
     started = time.monotonic()
@@ -198,6 +244,22 @@ async def _checks(
     sample = _sample(model, result.step, trajectories[0])
     reply = await _phase(report, "checkpoint", sample, deadline)
     report.add("checkpoint", "pass", f"{model.get_inference_name(result.step)} answered: {reply}")
+    from training.art.gpu_smoke_long_device import long_run_phases
+
+    await long_run_phases(
+        run,
+        report,
+        deadline,
+        backend,
+        model,
+        tokenizer,
+        template,
+        trajectories[0],
+        _phase,
+        _add_or_stop,
+        memory,
+        backends,
+    )
 
 
 async def _kernels(run: RunConfig, report: SmokeReport, deadline: float) -> None:
@@ -210,6 +272,27 @@ async def _kernels(run: RunConfig, report: SmokeReport, deadline: float) -> None
     fast_path, messages = await _phase(report, "kernels", probe, deadline)
     check = kernel_check(fast_path, messages, gdn_kernel_path(run.base_model)[1])
     report.measured["kernel_path"] = {"pass": "fast", "fail": "slow"}.get(check.status, "unknown")
+    _add_or_stop(report, check)
+
+
+async def _gdn(run: RunConfig, report: SmokeReport, deadline: float) -> None:
+    """fla's Gated-DeltaNet gradients against an fp32 reference, in a child process (its GPU
+    memory goes back before Unsloth and vLLM start)."""
+    if gdn_modeling_module(run.base_model) is None:
+        return
+    command = [sys.executable, "-m", "training.art.gdn_check", "--json"]
+    child = await asyncio.create_subprocess_exec(
+        *command, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    try:
+        out, err = await _phase(report, "gdn", child.communicate(), deadline)
+    finally:
+        if child.returncode is None:
+            child.kill()
+    check = gdn_gradient_check(
+        -1 if child.returncode is None else child.returncode, out.decode(), err.decode()
+    )
+    report.measured["gdn_check"] = check.status
     _add_or_stop(report, check)
 
 
@@ -253,7 +336,8 @@ async def _compare(
     pair: list[art.TrajectoryGroup],
 ) -> Check:
     """vLLM's tokens of every turn of `trajectory` against ART's packing of its repaired copy."""
-    config = internal_config(run)
+    template = tokenizer.chat_template if isinstance(tokenizer.chat_template, str) else None
+    config = internal_config(run, template)
     kwargs = config.get("chat_template_kwargs")
     turns = []
     root = (model.inference_base_url or "").rstrip("/").removesuffix("/v1")

@@ -6,7 +6,7 @@ Step N always takes `data.batch(N - 1)`, so a killed run resumes with the scenar
 have taken. Per step: failed rollouts are logged and dropped, groups with equal rewards are
 counted and dropped (`training.art.fixes`), the ORIGINAL groups are logged, the prepared copies
 trained. After each validation only the latest and the best (val pass^1) checkpoints are kept;
-before registering, a newest checkpoint without adapter files is set aside. It stops at
+before registering, every file a kill can break is repaired (`training.art.art_files`). It stops at
 max_steps, or when the next step would pass the wall-clock limit.
 """
 
@@ -23,6 +23,7 @@ from agent.rollout import RolloutConfig
 from env.generation.generator import generate
 from env.scenario import Scenario
 from training.art import run_state
+from training.art.art_files import repair_art_files
 from training.art.backends import build_model, server_config, train_kwargs
 from training.art.cold_start import check_teacher, ensure_cold_start
 from training.art.fixes import prepare_groups_for_training
@@ -84,22 +85,22 @@ async def train(
     max_steps: int | None = None,
     force: bool = False,
     say: Say = print,
+    chat_template: str | None = None,
 ) -> TrainingSummary:
-    """`max_steps` caps this invocation below the run's own (a smoke run); both count GRPO steps."""
+    """`max_steps` caps this invocation below the run's own (a smoke run); both count GRPO steps.
+    `chat_template`: the base tokenizer's, which decides the chat-template settings."""
     started = time.monotonic()
     directory = run_state.model_dir(run)
     # refusals first: a changed config or a teacher without its API key must not cost a start-up
-    if run.backend.kind == "local":  # the other backends keep checkpoints elsewhere
-        for warning in run_state.set_aside_incomplete_checkpoints(
-            directory, run.lora.target_modules
-        ):
-            say(warning)
-    repaired = run_state.repair_history(directory)  # ART prunes through it after validations
-    if repaired:
-        say(repaired)
+    # a kill can cut a checkpoint, history.jsonl (ART prunes through it), state.json (ART's
+    # next model.log reads it) or a trajectory file; the other backends keep checkpoints elsewhere
+    for warning in repair_art_files(
+        directory, run.lora.target_modules, checkpoints=run.backend.kind == "local"
+    ):
+        say(warning)
     note = run_state.record_run(directory, run, data.fingerprint(), force=force)
     check_teacher(run, directory)
-    model = build_model(run)
+    model = build_model(run, chat_template)
     await model.register(backend, _openai_client_config=server_config(run))
     summary = TrainingSummary(first_step=await model.get_step(), notes=[note] if note else [])
     offset = await ensure_cold_start(run, model, directory, say)

@@ -17,6 +17,7 @@ from env.generation.generator import generate
 from env.ledger_env import LedgerEnv
 from env.scenario import reveal_truth
 from training.art import run_state
+from training.art.memory import device_gib, memory_line
 from training.data_order import DataPlan
 from training.runs import RunConfig
 
@@ -37,9 +38,17 @@ class SmokeTiming:
     rollouts: int
     max_turns: int
     at: str
+    long_row_train_s: float | None = None  # 2 rows at 90% of max_seq_length, one train call
+    concurrent_rollout_s: float | None = None  # the wall time of 64 concurrent rollouts
+    concurrent_rollouts: int = 0
 
     @property
     def seconds_per_rollout(self) -> float:
+        """From the long-row phase when there: one long row's train time plus a rollout's share
+        of the concurrent phase; else the small step's (rollouts + short train) per rollout."""
+        if self.long_row_train_s is not None and self.concurrent_rollout_s is not None:
+            share = self.concurrent_rollout_s / max(self.concurrent_rollouts, 1)
+            return self.long_row_train_s / 2 + share
         return (self.rollout_s + self.train_s) / self.rollouts
 
 
@@ -59,10 +68,17 @@ def smoke_timing(run: RunConfig) -> SmokeTiming | None:
             rollouts=int(record["rollouts"]),
             max_turns=int(record.get("max_turns", 0)),
             at=str(record.get("at", "?")),
+            long_row_train_s=_optional(record.get("long_row_train_s")),
+            concurrent_rollout_s=_optional(record.get("concurrent_rollout_s")),
+            concurrent_rollouts=int(record.get("concurrent_rollouts", 0) or 0),
         )
     except (KeyError, TypeError, ValueError):  # a smoke that stopped before the train step
         return None
     return timing if timing.rollouts > 0 else None
+
+
+def _optional(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 @dataclass(frozen=True)
@@ -183,8 +199,10 @@ def _machine_lines(run: RunConfig) -> list[str]:
     else:
         precision = f"bf16 base weights ({setting}), as ART's vLLM samples"
     path, why = gdn_kernel_path(run.base_model)
+    memory = memory_line(run.grpo.max_seq_length, device_gib())
     return [
         f"precision   {precision}",
+        f"memory      {memory}",
         f"kernels     Gated-DeltaNet path here: {path} ({why})",
         f"wandb       {wandb_line(run)}",
     ]
@@ -206,11 +224,21 @@ def _budget_lines(run: RunConfig, budget: Budget) -> list[str]:
     if budget.step_seconds_measured:
         source = f"measured: median of {budget.step_seconds_measured} logged steps"
     elif smoke is not None:
-        source = (
-            f"GPU smoke of {smoke.at}: {smoke.rollout_s:.0f} s for {smoke.rollouts} rollouts of "
-            f"at most {smoke.max_turns} turns + {smoke.train_s:.0f} s train step = "
-            f"{smoke.seconds_per_rollout:.1f} s per rollout; rough, until history.jsonl has steps"
-        )
+        if smoke.long_row_train_s is not None and smoke.concurrent_rollout_s is not None:
+            source = (
+                f"GPU smoke of {smoke.at}: {smoke.long_row_train_s:.0f} s to train 2 rows at "
+                f"90% of max_seq_length + {smoke.concurrent_rollout_s:.0f} s for "
+                f"{smoke.concurrent_rollouts} concurrent rollouts of at most {smoke.max_turns} "
+                f"turns = {smoke.seconds_per_rollout:.1f} s per rollout; an upper bound on "
+                "training (every row long), until history.jsonl has steps"
+            )
+        else:
+            source = (
+                f"GPU smoke of {smoke.at}: {smoke.rollout_s:.0f} s for {smoke.rollouts} rollouts "
+                f"of at most {smoke.max_turns} turns + {smoke.train_s:.0f} s train step = "
+                f"{smoke.seconds_per_rollout:.1f} s per rollout (short rows: rerun the smoke for "
+                "the long-row figure); rough, until history.jsonl has steps"
+            )
     else:
         source = (
             f"ASSUMED {ASSUMED_SECONDS_PER_ROLLOUT:g} s per rollout on one H100/H200-class GPU; "

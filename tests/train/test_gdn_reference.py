@@ -1,0 +1,127 @@
+"""training.art.gdn_reference and gdn_check on CPU: the comparison the GPU check relies on.
+
+transformers' own pure-torch chunked Gated-DeltaNet (its fallback when fla is absent) and our
+fp32 token-by-token reference must agree at a small shape; a gradient bent the way a
+miscompiled tile bends it must fail the comparison; the command exits 2 in one line here.
+"""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from training.art.gdn_reference import (
+    GRADIENTS,
+    QWEN35,
+    TOLERANCES,
+    GdnShape,
+    compare,
+    error_ratio,
+    make_inputs,
+    recurrent_reference,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+SMALL = GdnShape(batch=2, tokens=150, key_heads=2, value_heads=4, head_dim=16)  # 3 chunks, a tail
+
+
+def transformers_chunked(q, k, v, g, beta):
+    modeling = pytest.importorskip("transformers.models.qwen3_5.modeling_qwen3_5")
+    if importlib_spec("fla"):
+        pytest.skip("fla is installed: transformers would dispatch to it")
+    out, _ = modeling.torch_chunk_gated_delta_rule(
+        q, k, v, g=g, beta=beta, chunk_size=64, use_qk_l2norm_in_kernel=True
+    )
+    return out
+
+
+def importlib_spec(name: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(name) is not None
+
+
+def test_transformers_chunked_form_matches_the_recurrent_reference():
+    inputs = make_inputs(SMALL, dtype=torch.float32, device="cpu", seed=3)
+    result = compare(transformers_chunked, recurrent_reference, inputs)
+    assert set(result.errors) == {"o", *GRADIENTS}
+    assert result.failed == []
+    assert max(result.errors.values()) < 1e-4, result.errors  # both fp32: rounding only
+
+
+def test_a_bf16_copy_of_the_reference_stays_within_fla_tolerances():
+    inputs = make_inputs(SMALL, dtype=torch.bfloat16, device="cpu", seed=4)
+
+    def bf16_reference(q, k, v, g, beta):  # the same maths on bf16 inputs, output rounded
+        return recurrent_reference(q, k, v, g, beta).to(torch.bfloat16)
+
+    result = compare(bf16_reference, recurrent_reference, inputs)
+    assert result.failed == [] and result.errors["dk"] > 0
+
+
+class _BentKeyGradient(torch.autograd.Function):
+    """Identity forward; backward scales the gradient of the second half of the heads' keys."""
+
+    @staticmethod
+    def forward(ctx, k):
+        return k.view_as(k)
+
+    @staticmethod
+    def backward(ctx, grad):
+        bent = grad.clone()
+        bent[..., grad.shape[-1] // 2 :] *= 1.3  # a wrong tile: half the key dimension
+        return bent
+
+
+def test_a_corrupted_key_gradient_fails_the_comparison():
+    inputs = make_inputs(SMALL, dtype=torch.float32, device="cpu", seed=5)
+
+    def bent(q, k, v, g, beta):
+        return recurrent_reference(q, _BentKeyGradient.apply(k), v, g, beta)
+
+    result = compare(bent, recurrent_reference, inputs)
+    assert result.failed == ["dk"], result.errors
+    assert result.errors["o"] < 1e-6 and result.errors["dk"] > TOLERANCES["dk"]
+    assert any(line.endswith("FAIL") and "dk" in line for line in result.lines())
+
+
+def test_error_ratio_is_rms_of_the_difference_over_rms_of_the_reference():
+    want = torch.tensor([3.0, 4.0])
+    assert error_ratio(want, want) == 0
+    assert error_ratio(torch.tensor([3.0, 3.0]), want) == pytest.approx(
+        math.sqrt(0.5) / math.sqrt(12.5)
+    )
+    assert error_ratio(torch.tensor([float("nan"), 4.0]), want) == math.inf
+
+
+def test_the_check_runs_at_qwen35_shapes():
+    assert (QWEN35.tokens, QWEN35.key_heads, QWEN35.value_heads, QWEN35.head_dim) == (
+        2048,
+        16,
+        32,
+        128,
+    )
+    config = pytest.importorskip("transformers.models.qwen3_5.configuration_qwen3_5")
+    defaults = config.Qwen3_5TextConfig()
+    assert (defaults.linear_num_key_heads, defaults.linear_num_value_heads) == (16, 32)
+    assert defaults.linear_key_head_dim == defaults.linear_value_head_dim == QWEN35.head_dim
+    with pytest.raises(ValueError, match="not a Gated-DeltaNet shape"):
+        GdnShape(batch=1, tokens=8, key_heads=3, value_heads=4, head_dim=8)
+
+
+def test_on_a_cpu_machine_the_check_exits_2_with_one_line():
+    done = subprocess.run(
+        [sys.executable, "-m", "training.art.gdn_check"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and done.stdout == ""
+    assert done.stderr.startswith("error: the GDN check needs")
