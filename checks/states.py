@@ -33,7 +33,7 @@ LEGAL: dict[str, tuple[str, ...]] = {
     "coupon_removed": ("trialing", "active", "cancel_requested", "canceled"),
     "cancel_requested": ("trialing", "active"),
     "canceled": ("cancel_requested",),
-    "renewed": ("cancel_requested", "canceled"),  # a withdrawal, before or after confirmation
+    "renewed": ("cancel_requested",),  # a request withdrawn before its confirmation
     "reactivated": ("canceled",),
 }
 

@@ -298,7 +298,7 @@ def _coupon(b: WorldBuilder, story: Story, first_paid: int, *, fixed_ok: bool = 
     fixed_ok = fixed_ok and (k > first_paid or story.trial_end is None)
     start, end = story.period(k)
     # from the first paid period on: entered a few days before that period's invoice
-    applied = start + days(b.rng.randint(1, (end - start).days - 2))
+    applied = start + days(b.rng.randint(1, max(1, (story.change_limit(end) - start).days - 2)))
     if k == first_paid:
         applied = start - days(b.rng.randint(1, 5)) if k else start
     coupon = b.new_coupon(
@@ -345,7 +345,7 @@ def _seat_change(
     may name a later period start instead (`lookalikes_plans.deferred_seats`). A rise, or with
     `cut_ok` now and then a cut (`lookalikes_values.seat_step`)."""
     start, end = story.period(k)
-    day = start + days(b.rng.randint(1, (end - start).days - 2))
+    day = start + days(b.rng.randint(1, max(1, (story.change_limit(end) - start).days - 2)))
     before = story.seats_at(day)
     # a cut only where no credit can follow (`seat_cut_ok`): a later downgrade's proration
     # credit on a smaller count could exceed its charge (the world has no negative invoices)
