@@ -76,14 +76,14 @@ def duplicate_payments(ev: Evidence) -> list[Candidate]:
 
 
 def cancellation(events: list[Event]) -> Event | None:
-    """The cancellation request that stood: not withdrawn by a later `renewed` event, even
-    one after its confirmation (a cancellation reversed before it took effect)."""
+    """The cancellation request that stood: not withdrawn by a later `renewed` event, nor
+    reversed after its confirmation by a `reactivated` one (before it took effect)."""
     pending: Event | None = None
     stood: Event | None = None
     for event in events:
         if event.kind == "cancel_requested":
             pending = pending or event
-        elif event.kind == "renewed":
+        elif event.kind in ("renewed", "reactivated"):
             pending = stood = None
         elif event.kind == "canceled":
             stood, pending = stood or pending or event, None

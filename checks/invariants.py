@@ -4,7 +4,9 @@
 could read, plus the truth's list of faulted invoices: every invoice the fault did not touch
 must follow the billing rules exactly, and nothing in the timeline may contradict causality
 (no invoice before its subscription, no payment before its invoice, no invoice reflecting a
-later event, usage in arrears, active subscriptions invoicing every period up to the dispute).
+later event, usage in arrears, active subscriptions invoicing every period up to the dispute),
+each subscription's events are one state machine's (`checks.states`) and no record is dated
+after the dispute (`checks.now`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from datetime import date
 from fractions import Fraction
 from itertools import pairwise
 
+from checks.now import after_now_problems
+from checks.states import state_problems
 from checks.timeline import timeline_problems
 from env.engine.billing import compute_invoice, previous_period_start
 from env.engine.calendar import fx_day, utc_to_local_date
@@ -30,6 +34,8 @@ def world_problems(connection: sqlite3.Connection, faulted: set[str]) -> list[st
     problems += world.causality()
     problems += world.continuity(faulted)
     problems += timeline_problems(connection, world.local, faulted)
+    problems += state_problems(connection, world.local)
+    problems += after_now_problems(connection, world.local)
     for row in world.invoices:
         problems += world.engine_reproduces(row)
         if row["id"] not in faulted:

@@ -297,8 +297,10 @@ def created_first(led: Ledger) -> frozenset[str]:
 
 
 def request_before_confirmation(led: Ledger) -> frozenset[str]:
-    """canceled and renewed follow a cancel_requested; trial_ended follows trial_started."""
+    """canceled and renewed follow a cancel_requested, reactivated a canceled; trial_ended
+    follows trial_started."""
     needs = {"canceled": "cancel_requested", "renewed": "cancel_requested"}
+    needs["reactivated"] = "canceled"
     needs["trial_ended"] = "trial_started"
     out = set()
     for sub, events in led.events.items():

@@ -37,7 +37,7 @@ TABLES = (
 )  # fmt: skip
 EVENT_TYPES = (
     "created", "trial_started", "trial_ended", "plan_changed", "seats_changed", "coupon_applied",
-    "coupon_removed", "cancel_requested", "canceled", "renewed",
+    "coupon_removed", "cancel_requested", "canceled", "renewed", "reactivated",
 )  # fmt: skip
 CURRENCIES = ("USD", "EUR", "GBP", "CAD", "AUD")
 SUB_STATUSES = ("active", "canceled", "trialing", "past_due")

@@ -79,6 +79,8 @@ def _order(sub: sqlite3.Row, events: list[sqlite3.Row]) -> list[str]:
         elif e["type"] == "canceled":
             if request is None or request["occurred_at"] >= e["occurred_at"]:
                 problems.append(f"{sub['id']}: canceled at {e['occurred_at']} before a request")
+        elif e["type"] == "reactivated":  # after a confirmed cancellation only (checks.states)
+            request = None
         elif e["type"] == "renewed" and details.get("cancel_request_withdrawn"):
             if request is None:
                 problems.append(f"{sub['id']}: a withdrawal without a request")

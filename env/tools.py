@@ -120,7 +120,7 @@ class BillingTools(Lookups):
 
         Events (created, trial_started, trial_ended, plan_changed, seats_changed,
         plan_change_withdrawn, coupon_applied, coupon_removed, cancel_requested, canceled,
-        renewed) are ordered, with UTC timestamps:
+        renewed, reactivated) are ordered, with UTC timestamps:
         convert them to the customer's timezone before comparing with billing periods. A coupon
         applies to periods starting from valid_from to valid_until inclusive, within its duration.
 

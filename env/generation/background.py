@@ -15,7 +15,7 @@ from __future__ import annotations
 import unicodedata
 from datetime import date, time, timedelta
 
-from env.engine.calendar import days, local_to_utc
+from env.engine.calendar import days, local_to_utc, utc_to_local_date
 from env.generation import lookalikes_tax
 from env.generation.builder import WorldBuilder, data
 from env.generation.changes import immediate_swap, late_days
@@ -298,7 +298,7 @@ def _coupon(b: WorldBuilder, story: Story, first_paid: int, *, fixed_ok: bool = 
     fixed_ok = fixed_ok and (k > first_paid or story.trial_end is None)
     start, end = story.period(k)
     # from the first paid period on: entered a few days before that period's invoice
-    applied = start + days(b.rng.randint(1, (end - start).days - 2))
+    applied = start + days(b.rng.randint(1, max(1, (story.change_limit(end) - start).days - 2)))
     if k == first_paid:
         applied = start - days(b.rng.randint(1, 5)) if k else start
     coupon = b.new_coupon(
@@ -345,7 +345,7 @@ def _seat_change(
     may name a later period start instead (`lookalikes_plans.deferred_seats`). A rise, or with
     `cut_ok` now and then a cut (`lookalikes_values.seat_step`)."""
     start, end = story.period(k)
-    day = start + days(b.rng.randint(1, (end - start).days - 2))
+    day = start + days(b.rng.randint(1, max(1, (story.change_limit(end) - start).days - 2)))
     before = story.seats_at(day)
     # a cut only where no credit can follow (`seat_cut_ok`): a later downgrade's proration
     # credit on a smaller count could exceed its charge (the world has no negative invoices)
@@ -403,6 +403,18 @@ def _cancel(b: WorldBuilder, story: Story) -> None:
 DATED_CANCEL_RATE = 0.35  # cancellations that end on a date rather than at a period end
 
 
+def _after_changes(story: Story, start: date, end: date) -> date:
+    """The day after the latest change logged in [start, end) (local days), or `start`: a
+    cancellation is asked after the period's other changes (design §1.1, one state)."""
+    logged = [
+        utc_to_local_date(e.occurred_at, story.timezone)
+        for e in story.sub.events
+        if e.type not in ("created", "trial_started", "trial_ended")
+    ]
+    inside = [d for d in logged if start <= d < end]
+    return max(inside) + days(1) if inside else start
+
+
 def _room_for_dated_cancel(story: Story, k: int) -> bool:
     """Periods k-1 and k are paid, free of plan changes (a downgrade's credit could exceed the
     prorated charge) and of other cancellation requests (one would read as withdrawing it)."""
@@ -412,6 +424,8 @@ def _room_for_dated_cancel(story: Story, k: int) -> bool:
     if any(d >= first for d, _ in story.plan_changes):
         return False
     since = (first - days(1)).isoformat()
+    if _after_changes(story, first, story.period(k - 1)[1]) > story.period(k - 1)[1] - days(8):
+        return False  # no day left to ask after the period's last change
     return not any(
         e.type in ("cancel_requested", "renewed", "plan_changed") and e.occurred_at[:10] >= since
         for e in story.sub.events
@@ -422,6 +436,7 @@ def _cancel_on_date(b: WorldBuilder, story: Story, k: int) -> None:
     """Asked inside period k-1 to end on a date inside period k: invoice k is prorated."""
     before_start, before_end = story.period(k - 1)
     day = before_start + days(b.rng.randint(1, (before_end - before_start).days - 8))
+    day = max(day, _after_changes(story, before_start, before_end))
     start, end = story.period(k)
     ends = start + days(b.rng.randint(3, (end - start).days - 3))
     details = {"effective": ends.isoformat(), "reason": b.pick(CANCEL_REASONS)}

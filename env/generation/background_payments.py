@@ -5,7 +5,7 @@ every class on invoices the fault leaves alone. Split from `env.generation.backg
 
 from __future__ import annotations
 
-from env.engine.calendar import days
+from env.engine.calendar import days, utc_to_local_date
 from env.generation.background import draw
 from env.generation.builder import WorldBuilder
 from env.generation.changes import earlier_credit
@@ -80,9 +80,13 @@ def decorate_payments(b: WorldBuilder, avoid: list[Invoice]) -> list[str]:
             invoice.memo = b.pick(MEMOS).format(n=b.rng.randint(1000, 99999))
             features.append("memo")
     if b.customer.currency != "USD":  # the rate table holds more days than the invoices use
+        # up to the day after the last issue: the dispute opens two days after it at the
+        # earliest, and no rate is published after it (design §1.1, the world's now)
         first_start = min(inv.billed.period_start for inv in b.draft.invoices)
-        last_start = max(inv.billed.period_start for inv in b.draft.invoices)
-        span = max(1, (last_start - first_start).days + 20)
+        last_issue = max(
+            utc_to_local_date(inv.issued_at, b.customer.timezone) for inv in b.draft.invoices
+        )
+        span = max(1, (last_issue - first_start).days + 1)
         for _ in range(b.rng.randint(2, 12) - extra_fx_days(b)):
             b.fx_on(first_start + days(b.rng.randint(0, span)))
     if draw(b, "notes") and not b.customer.notes:

@@ -5,12 +5,14 @@ them at the same rates, so the lifecycle faults' timeline signals occur everywhe
 
 from __future__ import annotations
 
-from datetime import date
+from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta
 
 from env.engine.calendar import days, utc_to_local_date
 from env.generation.background import coupon_terms
 from env.generation.builder import WorldBuilder
 from env.generation.story import CANCEL_REASONS, Story, later_stamp
+from env.generation.world import Plan
 
 PENDING_RATE = {"cancel": 0.75, "scheduled": 0.35, "immediate": 0.35, "seats": 0.5, "coupon": 0.45}
 PENDING_RATE["withdrawn"] = 0.3
@@ -43,65 +45,122 @@ def pending_changes(b: WorldBuilder, story: Story, opened_at: str) -> list[str]:
         return []
     features = []
     plans = {p.id: p for p in b.draft.plans} if b.draft else {}
-    current = original = story.plan_at(start)
-    changed_on: date | None = None  # the day of a pending immediate plan change
-    for feature, rate in PENDING_RATE.items():
-        rate *= PENDING_SHARE.get((feature, b.label), 1.0)
-        if b.rng.random() >= rate or b.label in PENDING_SKIP[feature]:
-            continue
-        if feature == "withdrawn" and "pending_cancel" in features:
-            continue  # one cancellation story per period: asked and confirmed, or withdrawn
-        if story.keeps_plan and feature in ("scheduled", "immediate"):
-            continue
-        day = first + days(b.rng.randint(0, (last - first).days))
-        at = b.work_time()
-        if feature == "cancel":
-            details = {"effective": "at_period_end", "reason": b.pick(CANCEL_REASONS)}
-            asked = story.event(day, at, "cancel_requested", details)
-            if b.rng.random() < 0.9:  # confirmed soon after; the period runs out after the dispute
-                confirmed = later_stamp(asked, b.rng, before=opened_at)
-                story.event_at(confirmed, "canceled", {"effective": "at_period_end"})
-        elif feature == "withdrawn":  # asked to cancel, then changed their mind
-            details = {"effective": "at_period_end", "reason": b.pick(CANCEL_REASONS)}
-            asked = story.event(day, at, "cancel_requested", details)
-            withdrawn = later_stamp(asked, b.rng, before=opened_at)
-            story.event_at(withdrawn, "renewed", {"cancel_request_withdrawn": True})
-        elif feature in ("scheduled", "immediate"):
-            others = [p for p in plans.values() if p.id != current.id]
-            same = [p for p in others if p.per_seat == current.per_seat] or others
-            to = b.pick(same)
-            effective = "at_period_end" if feature == "scheduled" else "immediately"
-            details = {"from_plan_id": current.id, "to_plan_id": to.id, "effective": effective}
-            story.event(day, at, "plan_changed", details)
-            if feature == "immediate":  # a scheduled change is still ahead: the plan stays
-                story.sub.plan_id = to.id
-                current, changed_on = to, day
-        elif (
-            feature == "seats"
-            and (current if changed_on is None or day > changed_on else original).per_seat
-            and current.per_seat
-        ):
-            seats = story.sub.seats
-            after = max(1, seats + b.pick((-2, -1, 1, 2, 4)))
-            details = {"from_seats": seats, "to_seats": after if after != seats else seats + 1}
-            details["effective"] = "next_period"
-            story.event(day, at, "seats_changed", details)
-            # the row shows the seats ordered, the next invoice bills them (as a pending
-            # immediate plan change shows its plan): the last invoice still has the old count
-            story.sub.seats = details["to_seats"]
-        elif feature == "coupon" and story.coupon is None:
-            coupon = b.new_coupon(
-                duration=b.pick(("once", "repeating", "forever")),
-                periods=None,
-                valid_from=day - days(b.rng.randint(0, 30)),
-                valid_until=day + days(b.rng.randint(60, 400)),
-                **coupon_terms(b, story, (10, 15, 20, 25, 30)),
-            )
-            if coupon.duration == "repeating":
-                coupon.duration_periods = b.rng.randint(2, 6)
-            story.sub.coupon_code = coupon.code
-            story.event(day, at, "coupon_applied", {"coupon_code": coupon.code})
-        else:
-            continue
-        features.append(f"pending_{feature}")
+    drawn = [  # (day, feature): what the customer did, in the order it happened
+        (first + days(b.rng.randint(0, (last - first).days)), feature)
+        for feature, rate in PENDING_RATE.items()
+        if b.rng.random() < rate * PENDING_SHARE.get((feature, b.label), 1.0)
+        and b.label not in PENDING_SKIP[feature]
+        and not (story.keeps_plan and feature in ("scheduled", "immediate"))
+    ]
+    confirmed = b.rng.random() < CONFIRMED_RATE  # a pending cancellation confirmed soon after
+    drawn = _one_state_machine(b, drawn, confirmed, first)
+    state = _Pending(story.plan_at(start), confirmed)
+    for day, feature in sorted(drawn, key=lambda d: (d[0], _ORDER.index(d[1]))):
+        if _pending_one(b, story, state, feature, day, opened_at, plans):
+            features.append(f"pending_{feature}")
     return features
+
+
+CONFIRMED_RATE = 0.9
+# on one day, the cancellation story comes last
+_ORDER = ("scheduled", "immediate", "seats", "coupon", "withdrawn", "cancel")
+
+
+def _one_state_machine(
+    b: WorldBuilder, drawn: list[tuple[date, str]], confirmed: bool, first: date
+) -> list[tuple[date, str]]:
+    """The pending draws as one subscription's possible history (design §1.1): one cancellation
+    story per period (asked and confirmed, or withdrawn); once confirmed, nothing but a
+    reactivation changes the subscription, so the period's other changes come before the
+    request (redrawn before its day, which is drawn like any other); no immediate change in a
+    period a confirmed cancellation closes (its proration would reach no invoice)."""
+    cancel = next((d for d, f in drawn if f == "cancel"), None)
+    if cancel is None:
+        return drawn
+    kept = []
+    for day, feature in drawn:
+        if feature == "withdrawn" or (confirmed and feature == "immediate"):
+            continue
+        if confirmed and feature != "cancel" and day >= cancel:
+            if cancel <= first:
+                continue  # no day before the request is left in the period
+            day = first + days(b.rng.randint(0, (cancel - first).days - 1))
+        kept.append((day, feature))
+    return kept
+
+
+@dataclass
+class _Pending:
+    current: Plan  # the plan in force now
+    confirmed: bool  # a pending cancellation is confirmed
+    last: tuple[date, time] | None = None  # the local moment of the change before
+    per_seat_ahead: bool = True  # every plan in force or scheduled is per-seat
+
+
+def _pending_one(
+    b: WorldBuilder,
+    story: Story,
+    state: _Pending,
+    feature: str,
+    day: date,
+    opened_at: str,
+    plans: dict[str, Plan],
+) -> bool:
+    """One pending change on `day`, from the state the earlier ones left; False if none fits.
+    Changes on one day happen in the order they are drawn (`_ORDER`)."""
+    at = b.work_time()
+    if state.last is not None and state.last[0] == day and at <= state.last[1]:
+        at = time(23, 59) if state.last[1] >= time(23, 58) else _minute_after(state.last[1])
+    state.last = (day, at)
+    current = state.current
+    if feature == "cancel":
+        details = {"effective": "at_period_end", "reason": b.pick(CANCEL_REASONS)}
+        asked = story.event(day, at, "cancel_requested", details)
+        if state.confirmed:  # confirmed soon after; the period runs out after the dispute
+            confirmed = later_stamp(asked, b.rng, before=opened_at)
+            story.event_at(confirmed, "canceled", {"effective": "at_period_end"})
+    elif feature == "withdrawn":  # asked to cancel, then changed their mind
+        details = {"effective": "at_period_end", "reason": b.pick(CANCEL_REASONS)}
+        asked = story.event(day, at, "cancel_requested", details)
+        withdrawn = later_stamp(asked, b.rng, before=opened_at)
+        story.event_at(withdrawn, "renewed", {"cancel_request_withdrawn": True})
+    elif feature in ("scheduled", "immediate"):
+        others = [p for p in plans.values() if p.id != current.id]
+        same = [p for p in others if p.per_seat == current.per_seat] or others
+        to = b.pick(same)
+        effective = "at_period_end" if feature == "scheduled" else "immediately"
+        details = {"from_plan_id": current.id, "to_plan_id": to.id, "effective": effective}
+        story.event(day, at, "plan_changed", details)
+        state.per_seat_ahead = state.per_seat_ahead and to.per_seat
+        if feature == "immediate":  # a scheduled change is still ahead: the plan stays
+            story.sub.plan_id = to.id
+            state.current = to
+            state.per_seat_ahead = to.per_seat
+    elif feature == "seats" and current.per_seat and state.per_seat_ahead:
+        seats = story.sub.seats
+        after = max(1, seats + b.pick((-2, -1, 1, 2, 4)))
+        details = {"from_seats": seats, "to_seats": after if after != seats else seats + 1}
+        details["effective"] = "next_period"
+        story.event(day, at, "seats_changed", details)
+        # the row shows the seats ordered, the next invoice bills them (as a pending
+        # immediate plan change shows its plan): the last invoice still has the old count
+        story.sub.seats = details["to_seats"]
+    elif feature == "coupon" and story.coupon is None:
+        coupon = b.new_coupon(
+            duration=b.pick(("once", "repeating", "forever")),
+            periods=None,
+            valid_from=day - days(b.rng.randint(0, 30)),
+            valid_until=day + days(b.rng.randint(60, 400)),
+            **coupon_terms(b, story, (10, 15, 20, 25, 30)),
+        )
+        if coupon.duration == "repeating":
+            coupon.duration_periods = b.rng.randint(2, 6)
+        story.sub.coupon_code = coupon.code
+        story.event(day, at, "coupon_applied", {"coupon_code": coupon.code})
+    else:
+        return False
+    return True
+
+
+def _minute_after(at: time) -> time:
+    return (datetime.combine(date(2000, 1, 1), at) + timedelta(minutes=1)).time()

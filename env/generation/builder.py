@@ -180,6 +180,17 @@ class WorldBuilder:
                 )
         self.draft.tax_rates.sort()
 
+    def close_rates(self, today: date) -> None:
+        """The world's now (design §1.1): the rate table as it stands on the dispute day holds
+        no rate that starts later, and the rate in force then has no end yet."""
+        assert self.draft is not None
+        now = today.isoformat()
+        self.draft.tax_rates = [
+            (j, rate, start, None if end is not None and end > now else end)
+            for j, rate, start, end in self.draft.tax_rates
+            if start <= now
+        ]
+
     def set_tax_history(self, old: str, new: str, change: date) -> None:
         """Replaces the customer's jurisdiction history with one change on `change`."""
         assert self.draft is not None

@@ -86,7 +86,8 @@ def swap_days(story: Story, k: int, old: Plan, to: Plan) -> list[date]:
     if story.trial_end is not None and start < story.trial_end and story.trial_end_before:
         return []
     after = story.after_trial(start + timedelta(days=2))
-    return [d for d in late_days(start, end, old, to, margin=2) if d >= after]
+    limit = story.change_limit(end)
+    return [d for d in late_days(start, end, old, to, margin=2) if after <= d < limit]
 
 
 def _swap_in(b: WorldBuilder, story: Story, k: int, old: Plan, to: Plan) -> None:

@@ -14,6 +14,7 @@ from functools import lru_cache
 
 from env.engine.calendar import days, local_to_utc, utc_stamp, utc_to_local_date
 from env.engine.money import format_cents
+from env.generation import lookalikes_tax
 from env.generation.background_pending import pending_changes
 from env.generation.builder import WorldBuilder
 from env.generation.complaints import render_complaint
@@ -45,6 +46,7 @@ def generate(split: str, seed: int) -> Scenario:
     )
     outcome = builder_for(assignment.label)(builder)
     add_decoys(builder, outcome)
+    lookalikes_tax.certificate_not_left(builder)
     for story in builder.stories:  # periods start on the anchor day (after a trial too)
         story.sub.anchor_day = story.anchor.day
         story.sub.events.sort(key=lambda e: e.occurred_at)  # a trial extended after the fact
@@ -107,6 +109,7 @@ def open_dispute(b: WorldBuilder) -> str:
         pending_changes(b, story, opened_at)
         if story.sub.status == "active" and story.cancel_effective is None:
             b.record_usage_to_date(story, utc_to_local_date(opened_at, tz))
+    b.close_rates(utc_to_local_date(opened_at, tz))
     b.customer.created_at = min(b.customer.created_at, *(s.sub.started_at for s in b.stories))
     return opened_at
 

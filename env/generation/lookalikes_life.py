@@ -1,10 +1,10 @@
 """Lifecycle look-alikes (issue 19): legitimate histories that fire the cancellation and trial
 checks, each billed correctly by the one engine and told apart by a second record.
 
-- A cancellation confirmed, then reversed (`renewed` with `cancel_request_withdrawn`) before it
-  took effect: billing rightly goes on, so invoices start at or after the canceled event's end
-  (and for a dated one the period holding that date is billed in full). Separating record: the
-  `renewed` event after `canceled`.
+- A cancellation confirmed, then reversed (`reactivated`, world v5: after a confirmation only a
+  reactivation changes a subscription) before it took effect: billing rightly goes on, so
+  invoices start at or after the canceled event's end (and for a dated one the period holding
+  that date is billed in full). Separating record: the `reactivated` event after `canceled`.
 - A trial extended retroactively after its first paid invoice: a second `trial_ended` event
   later than the first, the invoice charged from the original end (correct when issued), and a
   credit note that already returned exactly the extended days (or the whole invoice when the
@@ -54,12 +54,10 @@ def reversed_cancel(b: WorldBuilder, story: Story, k: int) -> bool:
         withdrawn = local_to_utc(back, time(23, 59), story.timezone)
     confirmed = later_stamp(asked, b.rng, before=withdrawn)
     story.event_at(confirmed, "canceled", {"effective": effective})
-    story.event_at(later_stamp(confirmed, b.rng, before=withdrawn), "renewed", _withdrawn())
+    # once confirmed, only a reactivation changes the subscription (design §1.1, one state)
+    back_at = later_stamp(confirmed, b.rng, before=withdrawn)
+    story.event_at(back_at, "reactivated", {"cancellation_reversed": True})
     return True
-
-
-def _withdrawn() -> dict[str, object]:
-    return {"cancel_request_withdrawn": True}
 
 
 def retro_trial(b: WorldBuilder, story: Story) -> bool:

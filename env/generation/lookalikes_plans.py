@@ -44,7 +44,8 @@ def backdated_effective(
     `early_ok` (an upgrade: any unused share is fine) `FIRST_DAY_SHARE` of them go back to the
     period's first full day after its invoice."""
     start, end = _period_of(story, day)
-    room = (end - day).days - 1  # logged at least two days later, before the period ends
+    # logged at least two days later, before the period ends (or changes stop)
+    room = (story.change_limit(end) - day).days - 1
     if room < 2 or day <= start or b.rng.random() >= BACKDATED_RATE:
         return day, day, "immediately"
     logged = day + days(b.rng.randint(2, room))
@@ -82,13 +83,13 @@ def withdrawn_plan_change(
         return False
     k = b.pick(free)
     start, end = story.period(k)
-    day = start + days(b.rng.randint(2, (end - start).days - 6))
+    day = start + days(b.rng.randint(2, max(2, (story.change_limit(end) - start).days - 6)))
     current = story.plan_at(start)
     to = _sibling(current, plans)
     assert to is not None
     details = {"from_plan_id": current.id, "to_plan_id": to.id, "effective": "at_period_end"}
     asked = story.event(day, b.work_time(), "plan_changed", details)
-    closes = local_to_utc(end, time(0, 0), story.timezone)
+    closes = local_to_utc(story.change_limit(end), time(0, 0), story.timezone)
     withdrawn = later_stamp(asked, b.rng, before=closes)
     story.event_at(withdrawn, "plan_change_withdrawn", {"to_plan_id": to.id, "kept": current.id})
     return True

@@ -19,12 +19,12 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Sequence
-from datetime import date
+from datetime import date, timedelta
 from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Protocol
 
-from env.engine.calendar import days
+from env.engine.calendar import days, utc_to_local_date
 from env.engine.money import parse_rate
 
 if TYPE_CHECKING:
@@ -309,3 +309,27 @@ def extra_certificate(b: TaxWorld) -> None:
     start = date(2024, 6, 1) + days(rng.randint(0, 500))
     end = start + days(rng.randint(60, 730))
     b.customer.exemption = (b.new_id("TXC", 8, rng), start.isoformat(), end.isoformat())
+
+
+def certificate_not_left(b: TaxWorld) -> None:
+    """A certificate for the jurisdiction the customer moved from was issued before the move
+    (design §1.1: a state an analyst could audit). One drawn for it from the move day on is a
+    registration in another neighbour instead: it covers no invoice either way, since a
+    certificate applies only where an invoice is taxed, so billing is unchanged."""
+    c = b.customer
+    previous, since = c.previous_jurisdiction, c.jurisdiction_since
+    if c.exemption is None or previous is None or since is None:
+        return
+    if c.exemption_jurisdiction != previous or c.exemption[1] < since:
+        return
+    options = [n for n in neighbours(b) if n != previous]
+    if options:
+        c.exemption_jurisdiction = side_rng(b).choice(options)
+        return
+    # no other neighbour: issued the day before the move, a day no invoice of it was issued on
+    eve = (date.fromisoformat(since) - timedelta(days=1)).isoformat()
+    assert b.draft is not None
+    if not any(
+        utc_to_local_date(inv.issued_at, c.timezone).isoformat() == eve for inv in b.draft.invoices
+    ):
+        c.exemption = (c.exemption[0], eve, max(c.exemption[2], since))

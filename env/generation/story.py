@@ -85,6 +85,13 @@ class Story:
     usage_level: int = 0  # the customer's typical units per period, whatever the plan
     usage_drawn: bool = False  # usage_level drawn by the builder (not pinned by a fault)
     keeps_plan: bool = False  # a look-alike about this plan's price: no pending plan change
+    # no change is drawn on or after this local day: a cancellation is asked then and, once
+    # confirmed, only a reactivation changes the subscription (design §1.1, one state)
+    changes_until: date | None = None
+
+    def change_limit(self, end: date) -> date:
+        """The end of the days a change may be drawn on in a period ending `end`."""
+        return end if self.changes_until is None else min(end, self.changes_until)
 
     def time_of_day(self) -> time:
         """The local time of day the subscription was created: its renewal time."""

@@ -84,7 +84,8 @@ def test_invoices_after_cancellation_start_days_after_the_canceled_event(difficu
         # an unprocessed cancellation may leave the row active: the event is the authority
         assert timeline["status"] in ("canceled", "active")
         *reversed_, canceled = events_of(timeline, "canceled")  # earlier ones were reversed
-        assert len(events_of(timeline, "renewed")) >= len(reversed_)
+        # a confirmed cancellation is reversed by a reactivation (world v5, design §1.1)
+        assert len(events_of(timeline, "reactivated")) >= len(reversed_)
         canceled_on = local(canceled["occurred_at"], timezone).date()
         ends_on = canceled["details"]["effective"]
         for victim, cents in reveal_truth(scenario).overcharges.items():
@@ -97,7 +98,7 @@ def test_invoices_after_cancellation_start_days_after_the_canceled_event(difficu
             assert (date.fromisoformat(invoice["period_start"]) - canceled_on).days >= 5
             left = cents + int(invoice["amount_credited"].replace(".", ""))  # earlier credit
             assert invoice["total"] == format_cents(left)
-        withdrawn = events_of(timeline, "renewed")
+        withdrawn = events_of(timeline, "renewed") + events_of(timeline, "reactivated")
         assert len(events_of(timeline, "cancel_requested")) == 1 + len(withdrawn)
 
 

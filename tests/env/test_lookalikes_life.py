@@ -101,10 +101,10 @@ def _timeline(env: LedgerEnv, invoice_id: str) -> tuple[dict[str, Any], list[dic
     return invoice, events
 
 
-def test_a_reversed_cancellation_shows_its_renewal(
+def test_a_reversed_cancellation_shows_its_reactivation(
     worlds: list[tuple[Scenario, str, Ledger]],
 ) -> None:
-    """Outside the fault, an invoice after a canceled event's end follows a `renewed` event
+    """Outside the fault, an invoice after a canceled event's end follows a `reactivated` event
     logged after that `canceled` one; the recompute of that invoice differs by 0.00."""
     seen = 0
     found = _firings(worlds, invoice_after_cancellation)
@@ -116,7 +116,7 @@ def test_a_reversed_cancellation_shows_its_renewal(
             _, events = _timeline(env, invoice_id)
             kinds = [e["type"] for e in events]
             first_cancel = kinds.index("canceled")  # the one the invoice starts after
-            assert "renewed" in kinds[first_cancel:], kinds
+            assert "reactivated" in kinds[first_cancel:], kinds
             again = ok(env, "recompute_invoice", invoice_id=invoice_id)
             assert again["difference"] == "0.00"
             seen += 1

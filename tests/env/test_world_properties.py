@@ -2,22 +2,29 @@
 
 The engine: totals add up, a recorded invoice recomputes to itself, proration items for a
 change to the same plan cancel out, and a later change never costs more on an upgrade. The
-timeline: any train seed yields a world that passes every invariant of `checks.invariants`.
+timeline: any train seed yields a world that passes every invariant of `checks.invariants`; any
+(split, seed) a world with nothing dated after its dispute and one state machine per subscription.
 """
 
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Callable
 from datetime import date, timedelta
 from fractions import Fraction
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from checks.now import after_now_problems
+from checks.states import state_problems
 from checks.validate import invariant_problems
 from env.engine.billing import BillingInputs, CouponTerms, PlanTerms, compute_invoice
+from env.engine.calendar import utc_to_local_date
 from env.engine.records import inputs_from_json, inputs_to_json
 from env.generation.generator import generate
 from env.generation.splits import spec
+from env.ledger_env import open_database
 
 TEAM = PlanTerms("PLN-TEAM", "Team", 1200, per_seat=True)
 BUSINESS = PlanTerms("PLN-BUSINESS", "Business", 3100, per_seat=True)
@@ -127,3 +134,19 @@ def test_any_train_world_obeys_the_invariants(offset: int) -> None:
 def test_any_heldout_world_has_a_possible_timeline(offset: int) -> None:
     scenario = generate.__wrapped__("heldout", spec("heldout").first_seed + offset)
     assert invariant_problems(scenario) == []
+
+
+def _local(db: sqlite3.Connection) -> Callable[[str], date]:
+    tz = db.execute("SELECT timezone FROM customers").fetchone()[0]
+    return lambda stamp: utc_to_local_date(stamp, tz)
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.sampled_from(("train", "eval", "heldout")), st.integers(min_value=0, max_value=49_999))
+def test_no_record_is_dated_after_the_dispute(split: str, offset: int) -> None:
+    """The world's now and one state per subscription (design §1.1), over (split, seed)."""
+    size = spec(split).size
+    seed = spec(split).first_seed + (offset if size is None else offset % size)
+    db = open_database(generate.__wrapped__(split, seed).database)
+    assert after_now_problems(db, _local(db)) == []
+    assert state_problems(db, _local(db)) == []

@@ -201,6 +201,7 @@ def billed_after_cancellation(b: WorldBuilder) -> FaultOutcome:
     # plan changes, a coupon, may come in the cancellation's period too, as often as in
     # another class's story of as many periods (an invoice after it bills them)
     story.periods = legit + 1
+    story.changes_until = story.period(legit - 1)[1] - days(5)  # room to ask, then confirm
     # a downgrade's credit could exceed the prorated last charge of a dated cancellation
     decorate_main(b, story, skip=("downgrades",) if variant == "cancel_at_date" else ())
     story.periods = legit + 1 if variant == "cancel_at_date" else legit
@@ -284,8 +285,10 @@ def _cancel_after_changes(
 ) -> date:
     """The cancellation comes after a change the background put in the same period k (a
     seat or plan change, a coupon), where that leaves it confirmed days before the period
-    ends (never near the boundary, the held-out timezone class); a later change stays after
-    it (a retention coupon, seats cut while winding down). Returns the request's local day."""
+    ends (never near the boundary, the held-out timezone class). The background drew its
+    changes before `story.changes_until` (five days before the period ends): once confirmed,
+    only a reactivation changes a subscription (design §1.1), so no change comes after it.
+    Returns the request's local day."""
     end = story.period(k)[1]
     closes = local_to_utc(end - days(4), time(0, 0), story.timezone)
     room = local_to_utc(end - days(5), time(0, 0), story.timezone)  # a day to ask and confirm
