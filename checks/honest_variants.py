@@ -204,10 +204,19 @@ def _calculation(played: Played) -> tuple[str, str, str] | None:
     return None
 
 
+def _shown(played: Played, amount: str) -> bool:
+    """Did a read print `amount` (so that it is a found fact, not a derived one, G10.3)?"""
+    pattern = re.compile(rf'"{re.escape(amount)}"')
+    return any(pattern.search(json.dumps(r)) for c, r in zip(played.calls, played.results,
+               strict=True) if c.name not in _WRITES)  # fmt: skip
+
+
 def _subject_amount(played: Played) -> str | None:
-    items = played.submission["affected_invoices"]
-    if items:
-        return str(items[0]["overcharge_amount"])
+    """A found amount to calculate with: the first overcharge a read printed, else the
+    subject invoice's total."""
+    for item in played.submission["affected_invoices"]:
+        if _shown(played, str(item["overcharge_amount"])):
+            return str(item["overcharge_amount"])
     shown = played.invoice(played.subject) or {}
     total = shown.get("total")
     return str(total) if total and Decimal(total) > 0 else None
@@ -331,6 +340,12 @@ def md_numbered(played: Played) -> Calls:
     return with_summary(played, f"Findings:\n{rows}\n\n{played.summary}")
 
 
+def md_amount_first(played: Played) -> Calls:
+    """A numbered list whose items start with the amount: `1. 445.20 CAD on INV-…`."""
+    rows = "\n".join(f"{n}. {b} on {a}" for n, (a, b) in enumerate(_rows(played), 1))
+    return with_summary(played, f"{played.summary}\n\n{rows}")
+
+
 def md_bold(played: Played) -> Calls:
     label = str(played.submission["root_cause"]).replace("_", " ")
     text = tx.wrap_amounts(tx.wrap_ids(played.summary, "**"), "**", skip=played.rates)
@@ -389,6 +404,7 @@ VARIANTS: tuple[Variant, ...] = (
     *(Variant(name, what, edited(edit)) for name, what, edit in NOTATIONS),
     Variant("md_table", "the summary and a markdown table", md_table),
     Variant("md_numbered", "a numbered list of invoices first", md_numbered),
+    Variant("md_amount_first", "a numbered list, each item an amount first", md_amount_first),
     Variant("md_bold", "bold label, ids and amounts", md_bold),
     Variant("md_report", "a heading and bullets, code spans", md_report),
     Variant("md_numbered_sentences", "each sentence a numbered item", md_numbered_sentences),
