@@ -63,10 +63,11 @@ class Played:
 
     @property
     def rates(self) -> set[str]:
-        """Tax rates and coupon shares the reads showed (left alone by amount edits)."""
+        """Tax rates the reads showed (left alone by amount edits)."""
         found: set[str] = set()
         for _, result in self.shown("get_invoice") + self.shown("get_tax_rate"):
-            tax = result.get("tax") if isinstance(result.get("tax"), dict) else result
+            shown_tax = result.get("tax")
+            tax: dict[str, Any] = shown_tax if isinstance(shown_tax, dict) else result
             for key in ("rate", "tax_rate"):
                 if isinstance(tax.get(key), str):
                     found.add(tax[key])
