@@ -25,10 +25,10 @@ from pathlib import Path
 from checks.honest_variants import VARIANTS, Calls, Played, replayed_results
 from env.cli import EXIT_FAILED, Parser, map_seeds, positive_int, run_command
 from env.episode import record_episode
-from env.generator import generate
+from env.generation.generator import generate
+from env.generation.splits import split_seeds
 from env.ledger_env import LedgerEnv
 from env.scenario import Scenario, reveal_truth
-from env.splits import split_seeds
 from eval.grader import grade_episode
 from rewards.reward import RewardConfig, compute_reward
 

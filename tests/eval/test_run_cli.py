@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
-from env.generator import generate
+from env.generation.generator import generate
+from env.generation.splits import split_seeds
 from env.scenario import reveal_truth
-from env.splits import split_seeds
 from eval.episode_log import RunLock, check_run_config
 from tests.support.scripted_server import ScriptedOpenAIServer, text_turn, tool_call_turn
 

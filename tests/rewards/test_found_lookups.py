@@ -14,10 +14,10 @@ import pytest
 
 from env.episode import record_episode
 from env.findings import Findings
-from env.generator import generate
+from env.generation.generator import generate
+from env.generation.splits import split_seeds
 from env.ledger_env import LedgerEnv, ToolRecord
 from env.scenario import Scenario, reveal_truth
-from env.splits import split_seeds
 from eval.grounding import call_views, trace_findings
 from rewards.provenance import trace_episode
 

@@ -14,8 +14,8 @@ from functools import cache, lru_cache
 from importlib import resources
 from typing import Any
 
-from env.billing import BillingInputs, InvoiceAmounts, compute_invoice
-from env.records import inputs_to_json
+from env.engine.billing import BillingInputs, InvoiceAmounts, compute_invoice
+from env.engine.records import inputs_to_json
 
 
 @dataclass
@@ -176,7 +176,7 @@ class WorldDraft:
 
 @cache
 def _schema() -> str:
-    return resources.files("env").joinpath("data/schema.sql").read_text(encoding="utf-8")
+    return resources.files("env.generation").joinpath("data/schema.sql").read_text(encoding="utf-8")
 
 
 @cache

@@ -14,17 +14,17 @@ them apart.
   date separates it from a proration on the wrong day.
 
 Every builder draws from `b.rng` in a fixed order and is called with one-line hooks from
-`env.background` and `env.changes`, in every class (label-independent rates).
+`env.generation.background` and `env.generation.changes`, in every class (label-independent rates).
 """
 
 from __future__ import annotations
 
 from datetime import date, time
 
-from env.builder import WorldBuilder
-from env.calendar import days, local_to_utc
-from env.story import Story, later_stamp
-from env.world import Plan
+from env.engine.calendar import days, local_to_utc
+from env.generation.builder import WorldBuilder
+from env.generation.story import Story, later_stamp
+from env.generation.world import Plan
 
 BACKDATED_RATE = 0.3  # immediate plan changes agreed to start on an earlier day
 # of backdated upgrades, those that go back to the period's first full day: as often as

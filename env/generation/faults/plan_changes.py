@@ -13,17 +13,17 @@ from __future__ import annotations
 from datetime import date
 from typing import Any
 
-from env.background import decorate_main
-from env.builder import WorldBuilder
-from env.calendar import days
-from env.changes import swap_days, unused_share
-from env.faults.base import FaultOutcome, recompute
-from env.faults.common import join_words, overcharge_text, periods_for, seats_for
-from env.lookalikes_life import main_retro_trial
-from env.lookalikes_plans import BACKDATED_RATE, FIRST_DAY_SHARE
-from env.money import format_cents
-from env.story import Story, plan_terms
-from env.world import Event, Invoice, Plan
+from env.engine.calendar import days
+from env.engine.money import format_cents
+from env.generation.background import decorate_main
+from env.generation.builder import WorldBuilder
+from env.generation.changes import swap_days, unused_share
+from env.generation.faults.base import FaultOutcome, recompute
+from env.generation.faults.common import join_words, overcharge_text, periods_for, seats_for
+from env.generation.lookalikes_life import main_retro_trial
+from env.generation.lookalikes_plans import BACKDATED_RATE, FIRST_DAY_SHARE
+from env.generation.story import Story, plan_terms
+from env.generation.world import Event, Invoice, Plan
 
 PRORATION_VARIANTS = ("change_at_period_start", "change_backdated", "downgrade_applied_late")
 DOWNGRADE_VARIANTS = ("never_applied", "applied_late")

@@ -13,10 +13,10 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
-from env.billing import BillingInputs, CouponTerms, PlanTerms
-from env.calendar import add_months, local_to_utc
-from env.money import parse_rate
-from env.world import Coupon, Event, Invoice, Plan, Subscription
+from env.engine.billing import BillingInputs, CouponTerms, PlanTerms
+from env.engine.calendar import add_months, local_to_utc
+from env.engine.money import parse_rate
+from env.generation.world import Coupon, Event, Invoice, Plan, Subscription
 
 # why a customer asks to cancel: one pool for every cancellation request in every story
 CANCEL_REASONS = ("too_expensive", "switched_provider", "project_ended", "missing_features")

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from env.builder import WorldBuilder
-from env.calendar import fx_day
-from env.lookalikes_pay import fx_high_rate
-from env.story import Story
+from env.engine.calendar import fx_day
+from env.generation.builder import WorldBuilder
+from env.generation.lookalikes_pay import fx_high_rate
+from env.generation.story import Story
 
 SEAT_STEPS = (1, 2, 3, 5)  # seats added or removed by one change, in every class
 SEAT_CUT_RATE = 0.7  # of background seat changes where a cut is safe (the seat fault cuts 1 in 2)

@@ -12,18 +12,24 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import date
 
-from env import lookalikes_tax
-from env.background import decorate_main, ordered_by
-from env.builder import WorldBuilder
-from env.calendar import days
-from env.faults.base import FaultOutcome, call, recompute
-from env.faults.common import periods_for, seats_for
-from env.faults.timezone import daytime_event, fill_usage_by_plan, plan_pair, seat_change, span
-from env.lookalikes_life import main_retro_trial
-from env.money import format_cents, format_rate, parse_rate
+from env.engine.calendar import days
+from env.engine.money import format_cents, format_rate, parse_rate
+from env.generation import lookalikes_tax
+from env.generation.background import decorate_main, ordered_by
+from env.generation.builder import WorldBuilder
+from env.generation.faults.base import FaultOutcome, call, recompute
+from env.generation.faults.common import periods_for, seats_for
+from env.generation.faults.timezone import (
+    daytime_event,
+    fill_usage_by_plan,
+    plan_pair,
+    seat_change,
+    span,
+)
+from env.generation.lookalikes_life import main_retro_trial
+from env.generation.story import Story
+from env.generation.world import Event, Invoice, Plan
 from env.scenario import ToolCall
-from env.story import Story
-from env.world import Event, Invoice, Plan
 
 LABEL = "no_error"
 

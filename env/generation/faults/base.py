@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from env.generation.story import Story
+from env.generation.world import Invoice
 from env.scenario import ToolCall
-from env.story import Story
-from env.world import Invoice
 
 
 @dataclass

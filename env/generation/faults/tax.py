@@ -12,12 +12,13 @@ from __future__ import annotations
 from datetime import date
 from fractions import Fraction
 
-from env import lookalikes_tax
-from env.background import decorate_main
-from env.builder import WorldBuilder, data
-from env.calendar import add_months, days
-from env.faults.base import FaultOutcome, call, recompute
-from env.faults.common import (
+from env.engine.calendar import add_months, days
+from env.engine.money import format_cents, format_rate, parse_rate
+from env.generation import lookalikes_tax
+from env.generation.background import decorate_main
+from env.generation.builder import WorldBuilder, data
+from env.generation.faults.base import FaultOutcome, call, recompute
+from env.generation.faults.common import (
     invoice_words,
     invoices_by_start,
     join_words,
@@ -26,10 +27,9 @@ from env.faults.common import (
     unbilled_story,
     victim_count,
 )
-from env.money import format_cents, format_rate, parse_rate
+from env.generation.story import Story
+from env.generation.world import Invoice
 from env.scenario import ToolCall
-from env.story import Story
-from env.world import Invoice
 
 FIRST_RATE_DAY = "2023-01-01"  # the builder's tax history starts here
 

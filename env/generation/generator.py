@@ -1,6 +1,6 @@
 """The scenario generator: (split, seed) -> Scenario, a pure function.
 
-The split decides the label, difficulty and name pool (`env.splits`); the label's builder
+The split decides the label, difficulty and name pool (`env.generation.splits`); the label's builder
 makes the world and the fault; this module adds decoys, computes the truth with the billing
 engine, writes the reference solution and the complaint, and freezes the database.
 """
@@ -12,18 +12,18 @@ import random
 from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
 
-from env.background_pending import pending_changes
-from env.builder import WorldBuilder
-from env.calendar import days, local_to_utc, utc_stamp, utc_to_local_date
-from env.complaints import render_complaint
-from env.decoys import add_decoys
-from env.faults import builder_for
-from env.faults.base import FaultOutcome, call
-from env.money import format_cents
+from env.engine.calendar import days, local_to_utc, utc_stamp, utc_to_local_date
+from env.engine.money import format_cents
+from env.generation.background_pending import pending_changes
+from env.generation.builder import WorldBuilder
+from env.generation.complaints import render_complaint
+from env.generation.decoys import add_decoys
+from env.generation.faults import builder_for
+from env.generation.faults.base import FaultOutcome, call
+from env.generation.splits import split_assignment
+from env.generation.story import Story
+from env.generation.world import freeze
 from env.scenario import Scenario, ToolCall, Truth
-from env.splits import split_assignment
-from env.story import Story
-from env.world import freeze
 
 GENERATOR_VERSION = "billsleuth-gen-4"
 

@@ -10,12 +10,12 @@ return). A duplicate partly credited already is not generated.
 
 from __future__ import annotations
 
-from env.background import decorate_main
-from env.builder import WorldBuilder
-from env.faults.base import FaultOutcome, call
-from env.faults.common import unbilled_story
-from env.money import format_cents
-from env.world import Invoice, Payment
+from env.engine.money import format_cents
+from env.generation.background import decorate_main
+from env.generation.builder import WorldBuilder
+from env.generation.faults.base import FaultOutcome, call
+from env.generation.faults.common import unbilled_story
+from env.generation.world import Invoice, Payment
 
 VARIANTS = ("plain", "partial_second", "partly_refunded")
 

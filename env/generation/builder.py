@@ -16,12 +16,12 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from env import lookalikes_tax
-from env.billing import BillingInputs
-from env.calendar import add_months, days, fx_day, local_to_utc, utc_stamp
-from env.money import format_rate, parse_rate
-from env.story import Story, plan_terms
-from env.world import Coupon, Customer, Invoice, Payment, Plan, Subscription, WorldDraft
+from env.engine.billing import BillingInputs
+from env.engine.calendar import add_months, days, fx_day, local_to_utc, utc_stamp
+from env.engine.money import format_rate, parse_rate
+from env.generation import lookalikes_tax
+from env.generation.story import Story, plan_terms
+from env.generation.world import Coupon, Customer, Invoice, Payment, Plan, Subscription, WorldDraft
 
 _ID_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 WORLD_START = date(2025, 1, 1)  # earliest subscription start; periods run into 2026
@@ -35,7 +35,7 @@ METHODS = {
 
 
 CERTIFICATE_RATE = 0.8  # customers with an exemption certificate outside tax_exempt_charged
-# (env.lookalikes_tax adds one to the rest, from its own stream: every customer, as in
+# (env.generation.lookalikes_tax adds one to the rest, from its own stream: every customer, as in
 # tax_exempt_charged, holds one)
 MAIN_TRIAL_RATE = 0.9  # main subscriptions that start with their plan's free trial
 EXTENDED_TRIAL_RATE = 0.6  # of those, trials support extended (they still end in period 0)
@@ -52,7 +52,7 @@ def _parse(stamp: str) -> datetime:
 
 @cache
 def data(name: str) -> Any:
-    return json.loads(resources.files("env").joinpath(f"data/{name}").read_text("utf-8"))
+    return json.loads(resources.files("env.generation").joinpath(f"data/{name}").read_text("utf-8"))
 
 
 FX_BAND_BP = 400  # a day's rate lies within +-4 % of its currency's base (basis points)
@@ -72,7 +72,7 @@ class WorldBuilder:
         self.tax_history: list[tuple[str, str, str | None]] = []  # rate, from, to
         self.fx: dict[str, str] = {}
         self.stories: list[Story] = []  # every subscription's story, the main one first
-        self.tax_rng: random.Random | None = None  # env.lookalikes_tax's side stream
+        self.tax_rng: random.Random | None = None  # env.generation.lookalikes_tax's side stream
         self.tax_compared: list[date] = []  # issue days a tax-rate story compares (taxed)
         self.tax_covered: list[date] = []  # issue days tax_exempt_charged's certificate covers
 
@@ -288,7 +288,7 @@ class WorldBuilder:
             plans[spec["key"]] = plan
         for cheap, dear in (("TEAM", "BUSINESS"), ("GROWTH", "SCALE")):
             # at most 3x: a late downgrade's credit must stay below the next period's charge
-            # (`env.changes.unused_share`); no draw, so other catalogs are unchanged
+            # (`env.generation.changes.unused_share`); no draw, so other catalogs are unchanged
             cap = plans[cheap].prices[0][0] * 3 // 100 * 100
             if plans[dear].prices[0][0] > cap:
                 plans[dear].prices = [(cap, "2023-01-01", None)]

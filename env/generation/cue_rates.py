@@ -1,9 +1,10 @@
 """How often each class is plausible for a customer: the rates that steer complaint texts.
 
-`env.complaints` draws a mistaken customer's belief with weight 1/(how often that class is
-plausible), read from `env/data/complaints/plausibility.json`. This measures those rates over
-train worlds; rerun it after a world change and commit the file it writes.
-Run: `python -m env.cue_rates [--measure] [--limit 1500]` (without --measure it only prints).
+`env.generation.complaints` draws a mistaken customer's belief with weight 1/(how often that class
+is plausible), read from `env/generation/data/complaints/plausibility.json`. This measures those
+rates over train worlds; rerun it after a world change and commit the file it writes.
+Run: `python -m env.generation.cue_rates [--measure] [--limit 1500]` (without --measure it only
+prints).
 """
 
 from __future__ import annotations
@@ -14,11 +15,11 @@ from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 
-from env import complaints
 from env.cli import Parser, positive_int, run_command
-from env.complaints import RATES_FILE
-from env.generator import generate
-from env.splits import split_seeds
+from env.generation import complaints
+from env.generation.complaints import RATES_FILE
+from env.generation.generator import generate
+from env.generation.splits import split_seeds
 
 
 def measure_rates(limit: int) -> dict[str, float]:
@@ -37,7 +38,7 @@ def measure_rates(limit: int) -> dict[str, float]:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    parser = Parser(prog="python -m env.cue_rates", description=measure_rates.__doc__)
+    parser = Parser(prog="python -m env.generation.cue_rates", description=measure_rates.__doc__)
     parser.add_argument("--measure", action="store_true", help=f"rewrite env/data/{RATES_FILE}")
     parser.add_argument("--limit", type=positive_int, default=1500, help="train scenarios")
     args = parser.parse_args(argv)
@@ -45,13 +46,13 @@ def _main(argv: Sequence[str] | None) -> int:
     print(json.dumps(rates, indent=1))
     if args.measure:
         payload = {"train_scenarios": args.limit, "rates": rates}
-        path = Path(str(resources.files("env").joinpath(f"data/{RATES_FILE}")))
+        path = Path(str(resources.files("env.generation").joinpath(f"data/{RATES_FILE}")))
         path.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
     return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return run_command("python -m env.cue_rates", _main, argv)
+    return run_command("python -m env.generation.cue_rates", _main, argv)
 
 
 if __name__ == "__main__":

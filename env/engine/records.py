@@ -11,8 +11,8 @@ from datetime import date
 from functools import lru_cache
 from typing import Any
 
-from env.billing import BillingInputs, CouponTerms, PlanTerms
-from env.money import format_cents, format_rate, parse_amount, parse_rate
+from env.engine.billing import BillingInputs, CouponTerms, PlanTerms
+from env.engine.money import format_cents, format_rate, parse_amount, parse_rate
 
 
 def plan_to_json(plan: PlanTerms) -> dict[str, Any]:

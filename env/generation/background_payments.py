@@ -1,16 +1,16 @@
 """Payment-level background (design §1.2): a second charge refunded or made good by a credit
 note, instalments, a goodwill credit, memos, notes and spare fx days, drawn at the same rates in
-every class on invoices the fault leaves alone. Split from `env.background`, whose
+every class on invoices the fault leaves alone. Split from `env.generation.background`, whose
 `FEATURE_RATE` sets the rates."""
 
 from __future__ import annotations
 
-from env.background import draw
-from env.builder import WorldBuilder
-from env.calendar import days
-from env.changes import earlier_credit
-from env.lookalikes_pay import credited_second_charge
-from env.world import Invoice
+from env.engine.calendar import days
+from env.generation.background import draw
+from env.generation.builder import WorldBuilder
+from env.generation.changes import earlier_credit
+from env.generation.lookalikes_pay import credited_second_charge
+from env.generation.world import Invoice
 
 MEMOS = (
     "PO {n} - please quote on remittance",

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from env.builder import FX_BAND_BP, WorldBuilder
-from env.changes import earlier_credit
-from env.world import Invoice, Payment
+from env.generation.builder import FX_BAND_BP, WorldBuilder
+from env.generation.changes import earlier_credit
+from env.generation.world import Invoice, Payment
 
 CREDITED_SECOND_CHARGE_RATE = 0.35  # of L2/L3 scenarios: a second charge returned as a credit
 PARTIAL_SHARE = 0.5  # of those, a second charge for part of the total (the fault's partial form)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from datetime import date, timedelta
 from fractions import Fraction
 
-from env.money import format_cents, round_half_up
+from env.engine.money import format_cents, round_half_up
 
 
 @dataclass(frozen=True)

@@ -1,16 +1,16 @@
 """The customer's pending changes: what happened in the current period, after the last
 invoice and before the dispute, which no invoice reflects yet (design §1.2). Every class draws
 them at the same rates, so the lifecycle faults' timeline signals occur everywhere. Split from
-`env.background`."""
+`env.generation.background`."""
 
 from __future__ import annotations
 
 from datetime import date
 
-from env.background import coupon_terms
-from env.builder import WorldBuilder
-from env.calendar import days, utc_to_local_date
-from env.story import CANCEL_REASONS, Story, later_stamp
+from env.engine.calendar import days, utc_to_local_date
+from env.generation.background import coupon_terms
+from env.generation.builder import WorldBuilder
+from env.generation.story import CANCEL_REASONS, Story, later_stamp
 
 PENDING_RATE = {"cancel": 0.75, "scheduled": 0.35, "immediate": 0.35, "seats": 0.5, "coupon": 0.45}
 PENDING_RATE["withdrawn"] = 0.3

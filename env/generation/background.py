@@ -5,9 +5,9 @@ if only that class had it, one row would give the label away. So every scenario,
 label, draws the same features at the same rates: the exemption certificate with the customer
 (`WorldBuilder.make_customer`), and here the second subscription from L2 on (a trial, a coupon,
 seat changes, an immediate or scheduled plan change, a cancellation, a withdrawn one) and the
-main subscription's share; the payments' share is `env.background_payments`, the current
-period's `env.background_pending`. None of them changes the truth: the story machinery bills
-them exactly like any other period.
+main subscription's share; the payments' share is `env.generation.background_payments`, the current
+period's `env.generation.background_pending`. None of them changes the truth: the story machinery
+bills them exactly like any other period.
 """
 
 from __future__ import annotations
@@ -15,21 +15,21 @@ from __future__ import annotations
 import unicodedata
 from datetime import date, time, timedelta
 
-from env import lookalikes_tax
-from env.builder import WorldBuilder, data
-from env.calendar import days, local_to_utc
-from env.changes import immediate_swap, late_days
-from env.lookalikes_life import retro_trial, reversed_cancel, scheduled_first
-from env.lookalikes_plans import (
+from env.engine.calendar import days, local_to_utc
+from env.generation import lookalikes_tax
+from env.generation.builder import WorldBuilder, data
+from env.generation.changes import immediate_swap, late_days
+from env.generation.lookalikes_life import retro_trial, reversed_cancel, scheduled_first
+from env.generation.lookalikes_plans import (
     WITHDRAWN_PLAN_RATE,
     WITHDRAWN_SECOND_RATE,
     backdated_effective,
     deferred_seats,
     withdrawn_plan_change,
 )
-from env.lookalikes_values import high_fx_day, seat_cut_ok, seat_cuts, seat_step
-from env.story import CANCEL_REASONS, Story, later_stamp
-from env.world import Plan
+from env.generation.lookalikes_values import high_fx_day, seat_cut_ok, seat_cuts, seat_step
+from env.generation.story import CANCEL_REASONS, Story, later_stamp
+from env.generation.world import Plan
 
 FEATURE_RATE = {
     "trial": 0.6,

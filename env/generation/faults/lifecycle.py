@@ -13,12 +13,13 @@ from dataclasses import replace
 from datetime import date, time
 from typing import Any
 
-from env.background import decorate_main
-from env.billing import BillingInputs
-from env.builder import EXTENDED_TRIAL_RATE, WorldBuilder
-from env.calendar import days, local_to_utc, utc_to_local_date
-from env.faults.base import FaultOutcome, call, recompute
-from env.faults.common import (
+from env.engine.billing import BillingInputs
+from env.engine.calendar import days, local_to_utc, utc_to_local_date
+from env.engine.money import format_cents
+from env.generation.background import decorate_main
+from env.generation.builder import EXTENDED_TRIAL_RATE, WorldBuilder
+from env.generation.faults.base import FaultOutcome, call, recompute
+from env.generation.faults.common import (
     METERED_RATE,
     issue_unwarranted,
     join_words,
@@ -26,12 +27,11 @@ from env.faults.common import (
     periods_for,
     seats_for,
 )
-from env.faults.plan_changes import day_inside, record_event
-from env.lookalikes_life import charge_before_extension, extend_later, zero_covers
-from env.lookalikes_values import fault_seat_cut, seat_step
-from env.money import format_cents
-from env.story import CANCEL_REASONS, Story, later_stamp
-from env.world import Event, Invoice, Plan
+from env.generation.faults.plan_changes import day_inside, record_event
+from env.generation.lookalikes_life import charge_before_extension, extend_later, zero_covers
+from env.generation.lookalikes_values import fault_seat_cut, seat_step
+from env.generation.story import CANCEL_REASONS, Story, later_stamp
+from env.generation.world import Event, Invoice, Plan
 
 SEAT_VARIANTS = ("reduction_ignored", "rise_billed_early", "reduction_reverted")
 SEAT_VARIANTS_DRAWN = (
@@ -157,8 +157,8 @@ def _seat_layout(b: WorldBuilder, variant: str) -> tuple[int, int, int]:
 def billed_after_cancellation(b: WorldBuilder) -> FaultOutcome:
     b.make_customer()
     plans = b.make_catalog()
-    # metered plans as often as elsewhere: the last period's usage has no record (as for a
-    # second subscription's cancellation, `env.background._cancel`), so nothing more is owed
+    # metered plans as often as elsewhere: the last period's usage has no record (as for a second
+    # subscription's cancellation, `env.generation.background._cancel`), so nothing more is owed
     metered = b.rng.random() < METERED_RATE
     plan = b.pick([p for p in plans.values() if bool(p.overage_unit_price_cents) == metered])
     variant = b.pick(CANCEL_VARIANTS)
@@ -358,7 +358,7 @@ def trial_period_charged(b: WorldBuilder) -> FaultOutcome:
         traps.append("post_trial_invoice_decoy")
     evidence = [recompute(inv, proration_start=trial_end.isoformat()) for inv in victims]
     # L3's near miss, a second subscription whose trial was billed right, is the background
-    # second subscription's trial (env.background), drawn at the same rate in every class
+    # second subscription's trial (env.generation.background), drawn at the same rate in every class
     return FaultOutcome(
         label="trial_period_charged",
         story=story,

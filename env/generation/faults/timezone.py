@@ -11,16 +11,16 @@ from __future__ import annotations
 
 from datetime import date, time
 
-from env.background import decorate_main
-from env.billing import compute_invoice
-from env.builder import WorldBuilder
-from env.calendar import add_months, days, local_to_utc, utc_date
-from env.changes import late_days, unused_share
-from env.faults.base import FaultOutcome, call, recompute
-from env.faults.common import issue_unwarranted, periods_for, seats_for
-from env.money import format_cents
-from env.story import CANCEL_REASONS, Story, later_stamp
-from env.world import Invoice, Plan
+from env.engine.billing import compute_invoice
+from env.engine.calendar import add_months, days, local_to_utc, utc_date
+from env.engine.money import format_cents
+from env.generation.background import decorate_main
+from env.generation.builder import WorldBuilder
+from env.generation.changes import late_days, unused_share
+from env.generation.faults.base import FaultOutcome, call, recompute
+from env.generation.faults.common import issue_unwarranted, periods_for, seats_for
+from env.generation.story import CANCEL_REASONS, Story, later_stamp
+from env.generation.world import Invoice, Plan
 
 LATE = tuple(time(h, m) for h, m in ((21, 50), (22, 25), (22, 45), (23, 5), (23, 20), (23, 30)))
 LATE += (time(23, 40), time(23, 48), time(23, 55))

@@ -13,12 +13,13 @@ from datetime import UTC, date, datetime, time
 from fractions import Fraction
 from zoneinfo import ZoneInfo
 
-from env.background import PERCENTS, amount_off, decorate_main
-from env.billing import compute_invoice
-from env.builder import WorldBuilder
-from env.calendar import days, fx_day
-from env.faults.base import FaultOutcome, recompute
-from env.faults.common import (
+from env.engine.billing import compute_invoice
+from env.engine.calendar import days, fx_day
+from env.engine.money import format_cents, format_rate, parse_rate
+from env.generation.background import PERCENTS, amount_off, decorate_main
+from env.generation.builder import WorldBuilder
+from env.generation.faults.base import FaultOutcome, recompute
+from env.generation.faults.common import (
     invoice_words,
     invoices_by_start,
     join_words,
@@ -27,10 +28,9 @@ from env.faults.common import (
     unbilled_story,
     victim_count,
 )
-from env.lookalikes_pay import fx_band_top, fx_high_rate
-from env.money import format_cents, format_rate, parse_rate
-from env.story import Story
-from env.world import Coupon, Invoice
+from env.generation.lookalikes_pay import fx_band_top, fx_high_rate
+from env.generation.story import Story
+from env.generation.world import Coupon, Invoice
 
 
 def _run(b: WorldBuilder, allowed: list[int]) -> list[int]:

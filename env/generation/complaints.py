@@ -1,13 +1,13 @@
 """Complaint texts: a customer's words about their bill, never a label (design §1.2).
 
-Bodies live in `env/data/complaints/<label>.json` and `generic.json`, each split into a "train"
-pool (the train split) and a disjoint "eval" pool (eval, val, heldout), per level: L1 bodies
+Bodies live in `env/generation/data/complaints/<label>.json` and `generic.json`, each split into a
+"train" pool (the train split) and a disjoint "eval" pool (eval, val, heldout), per level: L1 bodies
 name the invoice, L2 bodies are vague. Who says what:
 - a faulted customer uses their fault's pool, or at GENERIC_RATE just says the bill looks wrong;
 - a `no_error` customer is mistaken about some fault and uses that fault's pool (no text of its
   own): sometimes (VARIANT_SHARE) the class its look-alike resembles, else a plausible class
   drawn with weight 1/(how often it is plausible), so no pool fills up with mistaken customers
-  (the rates: `python -m env.cue_rates --measure`, rerun after a world change);
+  (the rates: `python -m env.generation.cue_rates --measure`, rerun after a world change);
 - the held-out class uses the pool of the class it looks like (a late cancellation reads like
   `billed_after_cancellation`), so its words are no tell;
 - L3 blames a class plausible for this customer other than the truth, in that class's words
@@ -29,12 +29,12 @@ from datetime import date
 from string import Formatter
 from typing import Any
 
-from env.builder import WorldBuilder, data
-from env.calendar import utc_to_local_date
-from env.faults.base import FaultOutcome
+from env.engine.calendar import utc_to_local_date
+from env.engine.money import format_cents
+from env.generation.builder import WorldBuilder, data
+from env.generation.faults.base import FaultOutcome
+from env.generation.world import Invoice, WorldDraft
 from env.labels import HELDOUT_LABEL
-from env.money import format_cents
-from env.world import Invoice, WorldDraft
 
 INJECTION_RATE = {"L1": 0.05, "L2": 0.15, "L3": 0.3}
 CLAIM_RATE = {"L1": 0.2, "L2": 0.35, "L3": 0.5}
@@ -60,9 +60,10 @@ TIMEZONE_LOOKS_LIKE = {
     "upgrade": "proration_error",
     "downgrade": "proration_error",
 }
-RATES_FILE = "complaints/plausibility.json"  # written by `python -m env.cue_rates --measure`
+# written by `python -m env.generation.cue_rates --measure`
+RATES_FILE = "complaints/plausibility.json"
 VARIANT_SHARE = 0.15  # a look-alike's customer blames what the look-alike resembles this often
-CUE_LOG: list[list[str]] | None = None  # set by `env.cue_rates.measure_rates` only
+CUE_LOG: list[list[str]] | None = None  # set by `env.generation.cue_rates.measure_rates` only
 _INVOICE_KEYS = ("invoice_id", "month", "total", "currency", "tax", "plan")
 
 

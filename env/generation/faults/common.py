@@ -9,17 +9,18 @@ from __future__ import annotations
 
 from datetime import date, time
 
-from env.billing import BillingInputs
-from env.builder import WorldBuilder
-from env.calendar import local_to_utc
-from env.lookalikes_life import main_retro_trial
-from env.money import format_cents
-from env.story import Story
-from env.world import Invoice, Plan
+from env.engine.billing import BillingInputs
+from env.engine.calendar import local_to_utc
+from env.engine.money import format_cents
+from env.generation.builder import WorldBuilder
+from env.generation.lookalikes_life import main_retro_trial
+from env.generation.story import Story
+from env.generation.world import Invoice, Plan
 
 PERIODS = {"L1": (2, 3), "L2": (3, 5), "L3": (4, 6)}
 # Main-story trials where the fault's own arithmetic does not depend on the first invoice's
-# shape (design §1.2); the rest of the main story's background is `env.background.decorate_main`
+# shape (design §1.2); the rest of the main story's background is
+# `env.generation.background.decorate_main`
 TRIAL_OK: tuple[str, ...] = (
     "duplicate_payment",
     "coupon_not_applied",

@@ -24,17 +24,18 @@ from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Protocol
 
-from env.calendar import days
-from env.money import parse_rate
+from env.engine.calendar import days
+from env.engine.money import parse_rate
 
 if TYPE_CHECKING:
-    from env.story import Story
-    from env.world import Customer, WorldDraft
+    from env.generation.story import Story
+    from env.generation.world import Customer, WorldDraft
 
 
 class TaxWorld(Protocol):
-    """What these look-alikes read and write of a world being built. `env.builder.WorldBuilder`
-    calls them, so they name its surface here instead of importing it (layers point down)."""
+    """What these look-alikes read and write of a world being built.
+    `env.generation.builder.WorldBuilder` calls them, so they name its surface here instead of
+    importing it (layers point down)."""
 
     draft: WorldDraft | None
     tax_rng: random.Random | None
@@ -77,7 +78,7 @@ def side_rng(b: TaxWorld) -> random.Random:
 
 @cache
 def _locales() -> list[dict[str, Any]]:
-    text = resources.files("env").joinpath("data/locales.json").read_text("utf-8")
+    text = resources.files("env.generation").joinpath("data/locales.json").read_text("utf-8")
     return list(json.loads(text))
 
 

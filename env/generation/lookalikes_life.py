@@ -16,12 +16,12 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import date, time
 
-from env.billing import compute_invoice
-from env.builder import WorldBuilder
-from env.calendar import days, local_to_utc
-from env.changes import earlier_credit
-from env.story import CANCEL_REASONS, Story, later_stamp
-from env.world import Invoice
+from env.engine.billing import compute_invoice
+from env.engine.calendar import days, local_to_utc
+from env.generation.builder import WorldBuilder
+from env.generation.changes import earlier_credit
+from env.generation.story import CANCEL_REASONS, Story, later_stamp
+from env.generation.world import Invoice
 
 REVERSED_SHARE = 0.5  # of the withdrawn cancellations: confirmed first, then reversed
 DATED_SHARE = 0.35  # of the reversed ones: asked to end on a date (as `_cancel_on_date`)

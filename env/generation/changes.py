@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
 
-from env.builder import WorldBuilder
-from env.calendar import utc_stamp
-from env.lookalikes_plans import backdated_effective
-from env.story import Story
-from env.world import CreditNote, Invoice, Plan
+from env.engine.calendar import utc_stamp
+from env.generation.builder import WorldBuilder
+from env.generation.lookalikes_plans import backdated_effective
+from env.generation.story import Story
+from env.generation.world import CreditNote, Invoice, Plan
 
 
 def unused_share(old: Plan, new: Plan) -> float:

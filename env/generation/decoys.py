@@ -1,5 +1,5 @@
 """Decoys added by difficulty: a second, correctly billed subscription from L2 on, with
-background features (`env.background`), and payment-level look-alikes at every level.
+background features (`env.generation.background`), and payment-level look-alikes at every level.
 
 Decoys never change the truth: they are billed correctly by the same story machinery, so an
 agent that credits them commits a false reversal.
@@ -7,11 +7,11 @@ agent that credits them commits a false reversal.
 
 from __future__ import annotations
 
-from env.background import decorate_second
-from env.background_payments import decorate_payments
-from env.builder import WorldBuilder
-from env.faults.base import FaultOutcome
-from env.lookalikes_life import charge_before_extension, settle_main_trial, signup_zero
+from env.generation.background import decorate_second
+from env.generation.background_payments import decorate_payments
+from env.generation.builder import WorldBuilder
+from env.generation.faults.base import FaultOutcome
+from env.generation.lookalikes_life import charge_before_extension, settle_main_trial, signup_zero
 
 THIRD_RATE = {"L1": 0.0, "L2": 0.2, "L3": 0.45}  # a third subscription, as some faults have
 

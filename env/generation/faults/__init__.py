@@ -2,30 +2,30 @@
 
 Each builder takes a seeded `WorldBuilder` and returns a `FaultOutcome`; the generator turns
 that into a scenario with its truth and reference solution. The table below reads as the index
-of `env/faults/`: label -> the function in its module that builds it.
+of `env/generation/faults/`: label -> the function in its module that builds it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from env.builder import WorldBuilder
-from env.faults.base import FaultOutcome
-from env.faults.lifecycle import (
+from env.generation.builder import WorldBuilder
+from env.generation.faults.base import FaultOutcome
+from env.generation.faults.lifecycle import (
     billed_after_cancellation,
     seat_count_mismatch,
     trial_period_charged,
 )
-from env.faults.no_error import no_error
-from env.faults.payments import duplicate_payment
-from env.faults.plan_changes import downgrade_not_applied, proration_error
-from env.faults.pricing import (
+from env.generation.faults.no_error import no_error
+from env.generation.faults.payments import duplicate_payment
+from env.generation.faults.plan_changes import downgrade_not_applied, proration_error
+from env.generation.faults.pricing import (
     coupon_not_applied,
     currency_conversion_error,
     usage_overage_miscalculated,
 )
-from env.faults.tax import tax_exempt_charged, wrong_tax_rate
-from env.faults.timezone import timezone_period_boundary
+from env.generation.faults.tax import tax_exempt_charged, wrong_tax_rate
+from env.generation.faults.timezone import timezone_period_boundary
 
 Builder = Callable[[WorldBuilder], FaultOutcome]
 
