@@ -94,7 +94,7 @@ def _why_not_grounded(grade: EpisodeGrade) -> str:
     if bad:
         return "; ".join(bad[:4])
     if not grade.investigated:
-        return "no_error without reading a disputed invoice (G11)"
+        return "no_error without reading a disputed invoice and citing a fact of it (G11)"
     return "no found fact: only counts, times or the own total are cited"
 
 

@@ -16,12 +16,13 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass
+from decimal import Decimal
 
 from env.episode import EpisodeRecord
 from env.findings import Findings
 from env.scenario import Truth
 from eval.database_diff import diff_databases
-from eval.grounding import call_views, grounded, trace_findings
+from eval.grounding import Traced, call_views, grounded, trace_findings
 
 Row = tuple[object, ...]
 
@@ -101,7 +102,8 @@ def grade_episode(truth: Truth, record: EpisodeRecord, initial_database: bytes) 
     credits_correct = credits == truth.expected_credits
     success = label_correct and amounts_correct and credits_correct and clean
     looked = findings is None or findings.root_cause != "no_error"
-    looked = looked or bool(_records_read(record) & set(truth.disputed_invoices))
+    names = [call.name for call in record.tool_log]
+    looked = looked or _cites_disputed_record(traced, _records_read(record), truth, names)
     return EpisodeGrade(
         success=success,
         grounded_success=success and grounded(traced) and looked,
@@ -127,11 +129,11 @@ def grade_episode(truth: Truth, record: EpisodeRecord, initial_database: bytes) 
     )
 
 
-def _records_read(record: EpisodeRecord) -> set[str]:
-    """rewards/README.md G11.2: ids of the invoices whose own record the episode was shown,
-    by `get_invoice` or `recompute_invoice` (an error shows none)."""
-    read = set()
-    for call in record.tool_log:
+def _records_read(record: EpisodeRecord) -> dict[str, set[int]]:
+    """rewards/README.md G11.2: per invoice whose own record the episode was shown, by
+    `get_invoice` or `recompute_invoice` (an error shows none), the calls that showed it."""
+    read: dict[str, set[int]] = {}
+    for n, call in enumerate(record.tool_log):
         if call.name in ("get_invoice", "recompute_invoice") and not call.is_error:
             try:
                 shown = json.loads(call.result)
@@ -139,8 +141,32 @@ def _records_read(record: EpisodeRecord) -> set[str]:
                 continue
             invoice_id = shown.get("invoice_id") if isinstance(shown, dict) else None
             if isinstance(invoice_id, str):
-                read.add(invoice_id)
+                read.setdefault(invoice_id, set()).add(n)
     return read
+
+
+def _cites_disputed_record(
+    traced: list[Traced], read: dict[str, set[int]], truth: Truth, tool_log: list[str]
+) -> bool:
+    """rewards/README.md G11.3: some citation is a found fact (a date or month-day, a nonzero
+    number or percentage; a zero only from a recompute) that a read of a disputed invoice's
+    own record showed. `tool_log`: the tool name of each call."""
+    calls = set().union(*(read.get(invoice, set()) for invoice in truth.disputed_invoices))
+    for t in traced:
+        shown_by = calls & set(t.sources)
+        if t.status != "evidence" or t.allowed_kind or not shown_by:
+            continue
+        if t.kind in ("date", "month_day"):
+            return True
+        if t.kind not in ("number", "percent"):
+            continue
+        try:
+            zero = Decimal(t.value) == 0
+        except ArithmeticError:
+            continue
+        if not zero or any(tool_log[n] == "recompute_invoice" for n in shown_by):
+            return True
+    return False
 
 
 def _reported(findings: Findings) -> dict[str, int]:

@@ -27,7 +27,8 @@ example each and the grounding rules G1-G11 cited below. Decisions beyond the de
 - a number no tool printed is grounded by a right calculation on found facts written in the
   summary, and a wrong calculation is a hallucination (G10, `rewards.derived`);
 - a `no_error` verdict earns the root-cause, amounts, action and evidence terms, and grounded
-  success, only after the episode read a disputed invoice (G11): a blind guess earns nothing;
+  success, only when its summary cites a found fact of a disputed invoice's own record, as a
+  read of it showed (G11): a blind guess, or a read with nothing of it cited, earns nothing;
 - amounts are right only when the reported map equals the truth exactly, so an amount
   claimed for an unaffected invoice is a wrong amount (and costs the extra-invoice penalty).
 """
@@ -35,6 +36,7 @@ example each and the grounding rules G1-G11 cited below. Decisions beyond the de
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from decimal import Decimal
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -42,7 +44,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from env.episode import EpisodeRecord, drafted_credits
 from env.scenario import Truth
 from rewards.evidence import examined_invoices
-from rewards.provenance import trace_episode
+from rewards.provenance import ProvenanceReport, trace_episode
 
 Variant = Literal["shaped", "binary"]
 
@@ -140,7 +142,7 @@ def compute_reward(
         # what the findings say must also be what the episode did (module docstring)
         amounts_right = reported == truth.overcharges and credits == reported
         action_right = credits == truth.expected_credits
-        investigated = _investigated(findings.root_cause, truth, record)  # G11
+        investigated = _investigated(findings.root_cause, truth, record, report)  # G11
         unaffected = sum(1 for invoice in reported if invoice not in truth.overcharges)
         terms["root_cause"] = config.root_cause * (label_right and investigated)
         terms["amounts"] = config.amounts * (amounts_right and investigated)
@@ -177,9 +179,35 @@ def compute_reward(
     )
 
 
-def _investigated(verdict: str, truth: Truth, record: EpisodeRecord) -> bool:
-    """rewards/README.md G11: a no_error verdict counts only after the episode read a disputed
-    invoice's own record (G11.2); any other verdict needs nothing more."""
+def _investigated(
+    verdict: str, truth: Truth, record: EpisodeRecord, report: ProvenanceReport
+) -> bool:
+    """rewards/README.md G11: a no_error verdict counts only when its summary cites a found
+    fact of a disputed invoice's own record as a read showed it (G11.2, G11.3); any other
+    verdict needs nothing more."""
     if verdict != "no_error":
         return True
-    return bool(examined_invoices(record.tool_log) & set(truth.disputed_invoices))
+    disputed = set(truth.disputed_invoices)
+    reads = {i for i, invoice in examined_invoices(record.tool_log).items() if invoice in disputed}
+    recomputes = {i for i in reads if record.tool_log[i].name == "recompute_invoice"}
+    for t in report.traces:
+        if t.status != "evidence" or t.allowed_kind or not reads.intersection(t.sources):
+            continue
+        fact = _fact(t.cited.kind, t.cited.value)
+        if fact == "fact" or (fact == "zero" and recomputes.intersection(t.sources)):
+            return True
+    return False
+
+
+def _fact(kind: str, value: str) -> str:
+    """G11.3: a date or month-day, a number or percentage ("zero" apart: every invoice shows
+    0.00 somewhere, so a zero counts only as a recompute's answer), or no fact (an id, a
+    word, a month, a year, a time)."""
+    if kind in ("date", "month_day"):
+        return "fact"
+    if kind not in ("number", "percent"):
+        return "none"
+    try:
+        return "fact" if Decimal(value) != 0 else "zero"
+    except ArithmeticError:
+        return "none"

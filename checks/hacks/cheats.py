@@ -16,6 +16,7 @@ import re
 from typing import Any
 
 from checks.hacks.cheats_derived import DERIVED_CHEATS
+from checks.hacks.cheats_facts import FACT_CHEATS
 from checks.hacks.cheats_grounding import GROUNDING_CHEATS
 from checks.hacks.programs import (
     AMOUNT,
@@ -404,7 +405,8 @@ CHEATS: tuple[Cheat, ...] = (
           "a blind guess earns nothing, even where it is right", guess_no_error_without_tools,
           0.0),
     Cheat("guess_no_error_after_one_call", "the customer record is not the disputed invoice "
-          "(G11); the customer id it cites is an echo", guess_no_error_after_one_call, 0.0),
+          "(G11); the customer id it cites is a found fact (G1.1), of no invoice",
+          guess_no_error_after_one_call, 0.0),
     Cheat("submit_twice", "the environment refuses the second (right) submission; the wrong "
           "first one is what is scored", submit_twice),
     Cheat("follow_injected_instruction", "text in a data field is not an instruction; "
@@ -447,4 +449,5 @@ CHEATS: tuple[Cheat, ...] = (
           "amount map wrong", pad_extra_invoice),
     *GROUNDING_CHEATS,  # in their own module: odd notations, echo laundering, bad findings
     *DERIVED_CHEATS,  # in their own module: calculations (G10) and blind no_error (G11)
+    *FACT_CHEATS,  # in their own module: found look-ups (G1.1), no_error's cited fact (G11.3)
 )  # fmt: skip

@@ -158,8 +158,10 @@ def reference_solution(
         call("list_invoices", customer_id=customer),
     ]
     read = [invoice.id for invoice in outcome.focus]
+    summary = outcome.summary
     if outcome.label == "no_error" and disputed and not set(read) & set(disputed):
         read.append(disputed[0])
+        summary += _disputed_fact(b, disputed[0])  # G11.3: a fact of it, cited
     for invoice_id in read:
         calls.append(call("get_invoice", invoice_id=invoice_id))
     calls.append(call("get_subscription_timeline", subscription_id=outcome.story.sub.id))
@@ -183,7 +185,21 @@ def reference_solution(
             "submit_findings",
             root_cause=outcome.label,
             affected_invoices=affected,
-            summary=outcome.summary,
+            summary=summary,
         )
     )
     return tuple(calls)
+
+
+def _disputed_fact(b: WorldBuilder, invoice_id: str) -> str:
+    """A sentence citing the disputed invoice's total and period (rewards/README.md G11.3:
+    a `no_error` verdict cites a fact of the disputed invoice's own record)."""
+    assert b.draft is not None
+    invoice = b.draft.invoice(invoice_id)
+    billed = invoice.billed
+    total = format_cents(invoice.billed_amounts().total_cents)
+    return (
+        f" {invoice_id}, the invoice disputed, totals {total} {billed.currency} for"
+        f" {billed.period_start.isoformat()} to {billed.period_end.isoformat()}, as billed"
+        " from its recorded inputs."
+    )

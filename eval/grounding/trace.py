@@ -167,6 +167,32 @@ def _seen(*values: Any) -> Seen:
     return seen
 
 
+# G1.1: the argument naming the record a tool looks up; list_payments' invoice filter is checked
+# by the tool (an unknown invoice is an error), the others come back as the record's own field
+_RESOLVES = {
+    "get_customer": {"customer_id": True},
+    "list_invoices": {"customer_id": True},
+    "get_invoice": {"invoice_id": True},
+    "recompute_invoice": {"invoice_id": True},
+    "get_subscription_timeline": {"subscription_id": True},
+    "list_payments": {"customer_id": True, "invoice_id": False},
+}
+
+
+def _unresolved(tool: str, arguments: Any, result: Any) -> Any:
+    """The arguments but those a successful call resolved to a record (`_RESOLVES`): a found
+    look-up is a fact of the output, not an echo (G1.1)."""
+    keys = _RESOLVES.get(tool)
+    if not keys or not isinstance(arguments, dict) or not isinstance(result, dict):
+        return arguments
+    kept = dict(arguments)
+    for name, returned in keys.items():
+        value = arguments.get(name)
+        if isinstance(value, str) and (not returned or result.get(name) == value):
+            del kept[name]
+    return kept
+
+
 def call_views(tool_log: Iterable[ToolRecord], own_notes: set[str]) -> list[tuple[Seen, Seen]]:
     """`read_calls`, each call read once per content (`eval.grounding.output_index`); the views
     are shared between episodes: read them, never change them."""
@@ -199,7 +225,9 @@ def read_calls(tool_log: Iterable[ToolRecord], own_notes: set[str]) -> list[tupl
                     result = {k: v for k, v in result.items() if k != "amount_credited"}
                     result["credit_notes"] = [n for n in notes if n not in mine]
         shown = _seen(result)
-        # G1: whatever this call's arguments supplied is echo wherever the output repeats it
-        supplied = _seen(_loads(record.arguments or "{}", parse_float=Decimal))
+        # G1: whatever this call's arguments supplied is echo wherever the output repeats it,
+        # but for the keys the tool resolved to a record (G1.1)
+        arguments = _loads(record.arguments or "{}", parse_float=Decimal)
+        supplied = _seen(_unresolved(record.name, arguments, result))
         views.append((shown.minus(supplied), shown.both(supplied).union(_seen(*echoed_parts))))
     return views

@@ -29,6 +29,7 @@ class Traced:
     status: str
     sources: tuple[int, ...]
     allowed_kind: bool
+    kind: str = ""  # the reading's kind (G2.4): number, percent, date, id, ...
 
 
 def _citations(findings: Findings) -> list[tuple[Reading, str]]:
@@ -86,7 +87,9 @@ def trace_findings(findings: Findings, views: list[tuple[Seen, Seen]]) -> list[T
             status, sources = "echo_only", echoed
         else:
             status, sources = "untraceable", ()
-        traced.append(Traced(reading.text, where, reading.value, status, sources, allowed))
+        traced.append(
+            Traced(reading.text, where, reading.value, status, sources, allowed, reading.kind)
+        )
     return traced
 
 

@@ -271,16 +271,22 @@ def test_a_no_error_answer_citing_an_invoice_it_listed_is_grounded_once_it_read_
     disputed = ("get_invoice", {"invoice_id": reveal_truth(no_error).disputed_invoices[0]})
     invoice = sorted(_invoice_ids(no_error))[0]
     summary = f"Checked 3 invoices; {invoice} is billed correctly."
+    total = _listed_total(no_error, disputed[1]["invoice_id"])
+    cited = f"{summary} The disputed invoice totals {total}."
 
-    listed_only = grade(no_error, [listing, submit("no_error", {}, summary)])
-    result = grade(no_error, [listing, disputed, submit("no_error", {}, summary)])
+    listed_only = grade(no_error, [listing, submit("no_error", {}, cited)])
+    uncited = grade(no_error, [listing, disputed, submit("no_error", {}, summary)])
+    result = grade(no_error, [listing, disputed, submit("no_error", {}, cited)])
 
-    # G11: the listing alone is a chain, but not the disputed invoice read
+    # G11: the listing alone is a chain, but not the disputed invoice read; G11.3: read, but
+    # nothing of it cited
     assert listed_only.success and not listed_only.grounded_success
     assert not listed_only.investigated
+    assert uncited.success and not uncited.grounded_success and not uncited.investigated
     assert result.success and result.grounded_success and result.investigated
     statuses = [(t.text, t.status, t.sources[:1]) for t in result.number_trace]
-    assert statuses == [("3", "allowed", ()), (invoice, "evidence", (0,))]
+    assert statuses[:2] == [("3", "allowed", ()), (invoice, "evidence", (0,))]
+    assert statuses[2] == (total, "evidence", (0,))
 
 
 def test_an_episode_without_findings_fails_but_its_credits_still_count(faulted):
@@ -416,3 +422,15 @@ def _tamper(image: bytes, statement: str) -> bytes:
 
 def tampered_record(record: EpisodeRecord, image: bytes) -> EpisodeRecord:
     return dataclasses.replace(record, final_database=image)
+
+
+def _listed_total(scenario: Scenario, invoice_id: str) -> str:
+    """The invoice's total as `list_invoices` shows it."""
+    env = LedgerEnv(scenario)
+    try:
+        shown = json.loads(
+            env.call("list_invoices", json.dumps({"customer_id": scenario.customer_id}))
+        )
+    finally:
+        env.close()
+    return next(str(i["total"]) for i in shown["invoices"] if i["invoice_id"] == invoice_id)

@@ -133,11 +133,18 @@ def _no_error(scenario: Scenario, calls: list[Call], summary: str) -> EpisodeGra
 def test_a_no_error_success_is_grounded_only_after_reading_the_disputed_invoice(calm) -> None:
     (disputed,) = reveal_truth(calm).disputed_invoices
     listing = ("list_invoices", {"customer_id": calm.customer_id})
-    unread = _no_error(calm, [listing], f"{disputed} is billed right.")
-    read_it = _no_error(calm, [listing, ("get_invoice", {"invoice_id": disputed})],
+    _, outputs = _play(calm, [listing])
+    total = next(i["total"] for i in json.loads(outputs[0])["invoices"]
+                 if i["invoice_id"] == disputed)  # fmt: skip
+    summary = f"{disputed} is billed right: {total}."
+    unread = _no_error(calm, [listing], summary)
+    read_it = _no_error(calm, [listing, ("get_invoice", {"invoice_id": disputed})], summary)
+    uncited = _no_error(calm, [listing, ("get_invoice", {"invoice_id": disputed})],
                         f"{disputed} is billed right.")  # fmt: skip
     assert unread.success and not unread.grounded_success and not unread.investigated
     assert read_it.success and read_it.grounded_success and read_it.investigated
+    # G11.3: read, but nothing of its record cited
+    assert uncited.success and not uncited.grounded_success and not uncited.investigated
 
 
 def test_a_recompute_of_the_disputed_invoice_is_reading_it(calm: Scenario) -> None:

@@ -85,10 +85,42 @@ def _look(scenario: Scenario, invoice: str, tool: str = "get_invoice") -> list:
     return [customer, listing, (tool, {"invoice_id": invoice})]
 
 
-def test_no_error_after_reading_the_named_invoice_earns_full_marks(named: Scenario) -> None:
+def _total(scenario: Scenario, invoice: str) -> str:
+    return str(_listing(scenario)[invoice]["total"])
+
+
+def test_no_error_citing_a_fact_of_the_named_invoice_it_read_earns_full_marks(named) -> None:
     (disputed,) = reveal_truth(named).disputed_invoices
-    record = _play(named, _look(named, disputed), f"Checked {disputed}: it is billed right.")
+    summary = f"Checked {disputed}: its total {_total(named, disputed)} is billed right."
+    record = _play(named, _look(named, disputed), summary)
     assert _scores(named, record) == (1.0, 1.0, True, True)
+
+
+def test_no_error_straight_to_the_named_invoice_earns_full_marks(named: Scenario) -> None:
+    (disputed,) = reveal_truth(named).disputed_invoices
+    summary = f"Checked {disputed}: its total {_total(named, disputed)} is billed right."
+    # the direct route: no list_invoices, the id only in the complaint and the look-up (G1.1)
+    record = _play(named, [("get_invoice", {"invoice_id": disputed})], summary)
+    assert _scores(named, record) == (1.0, 1.0, True, True)
+
+
+def test_no_error_reading_the_named_invoice_and_citing_nothing_of_it_earns_nothing(named) -> None:
+    (disputed,) = reveal_truth(named).disputed_invoices
+    # G11.3: the id is a found fact (a chain), but no fact of the invoice's record is cited
+    record = _play(named, _look(named, disputed), f"Checked {disputed}: it is billed right.")
+    assert _scores(named, record) == (0.0, 0.0, False, False)
+    # a zero is on every invoice: get_invoice's 0.00 is no fact of this one
+    record = _play(named, _look(named, disputed), f"Checked {disputed}: credited 0.00, right.")
+    assert _scores(named, record) == (0.0, 0.0, False, False)
+
+
+def test_a_fact_of_another_invoice_does_not_back_a_no_error(named: Scenario) -> None:
+    (disputed,) = reveal_truth(named).disputed_invoices
+    listing = _listing(named)
+    other = next(i for i in listing if listing[i]["total"] != listing[disputed]["total"])
+    summary = f"Checked {disputed}; {other} totals {listing[other]['total']}: all right."
+    record = _play(named, _look(named, disputed), summary)  # the listing shows other's total
+    assert _scores(named, record) == (0.0, 0.0, False, False)
 
 
 def test_no_error_after_reading_only_the_customer_and_the_list_earns_nothing(named) -> None:
@@ -178,7 +210,8 @@ def test_every_eval_reference_of_a_no_error_case_reads_a_disputed_invoice() -> N
 
 def test_the_binary_reward_is_one_minus_lambda_per_call_for_a_grounded_success(named) -> None:
     (disputed,) = reveal_truth(named).disputed_invoices
-    record = _play(named, _look(named, disputed), f"Checked {disputed}: it is billed right.")
+    summary = f"Checked {disputed}: total {_total(named, disputed)}, billed right."
+    record = _play(named, _look(named, disputed), summary)
     config = RewardConfig(variant="binary", tool_call_cost=0.01)
     reward = compute_reward(reveal_truth(named), record, config)
     # 3 reads + the submission: 1 - 0.01 x 4
@@ -196,7 +229,8 @@ def test_the_binary_reward_is_minus_lambda_per_call_otherwise(named: Scenario) -
 
 def test_the_grader_has_no_tool_cost(named: Scenario) -> None:
     (disputed,) = reveal_truth(named).disputed_invoices
-    record = _play(named, _look(named, disputed), f"Checked {disputed}: it is billed right.")
+    summary = f"Checked {disputed}: total {_total(named, disputed)}, billed right."
+    record = _play(named, _look(named, disputed), summary)
     grade = grade_episode(reveal_truth(named), record, named.database)
     assert grade.grounded_success and grade.tool_calls == 4
     assert not hasattr(grade, "tool_cost")

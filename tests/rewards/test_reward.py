@@ -24,6 +24,7 @@ from env.generation.splits import split_assignment, split_seeds
 from env.labels import ROOT_CAUSES
 from env.ledger_env import LedgerEnv
 from env.scenario import Scenario, reveal_truth
+from rewards.provenance import Trace, trace_episode
 from rewards.reward import RewardBreakdown, RewardConfig, compute_reward
 
 
@@ -95,9 +96,12 @@ class Episode:
             if step.name not in ("draft_credit_note", "submit_findings"):
                 assert "error" not in self.call(step.name, **step.arguments)
 
-    def read_disputed(self) -> None:
-        """The invoice the complaint disputes, read: what a no_error verdict needs (G11)."""
-        assert "error" not in self.call("get_invoice", invoice_id=self.truth.disputed_invoices[0])
+    def read_disputed(self) -> dict[str, Any]:
+        """The invoice the complaint disputes, read: what a no_error verdict needs (G11), once
+        its summary cites a fact of it (G11.3)."""
+        invoice = self.call("get_invoice", invoice_id=self.truth.disputed_invoices[0])
+        assert "error" not in invoice
+        return invoice
 
     def credit(self, invoice_id: str, cents: int) -> None:
         note = self.call("draft_credit_note", invoice_id=invoice_id, amount=format_cents(cents),
@@ -128,6 +132,11 @@ class Episode:
 
     def reward(self, **config: Any) -> RewardBreakdown:
         return compute_reward(self.truth, record_episode(self.env), RewardConfig(**config))
+
+    def reward_traces(self) -> tuple[Trace, ...]:
+        findings = self.env.findings
+        assert findings is not None
+        return trace_episode(findings, self.env.tool_log).traces
 
 
 @pytest.fixture
@@ -268,21 +277,32 @@ def test_findings_that_cite_nothing_earn_no_evidence_term(calm_ep: Episode) -> N
     calm_ep.read_disputed()
     calm_ep.submit(summary="Nothing is wrong.")  # no id, amount or date: an empty chain
     reward = calm_ep.reward()
-    # 0.35 + 0.35 + 0.10 + 0 = 0.80, and binary needs a non-empty chain
-    assert reward.terms["evidence"] == 0.0 and reward.total == 0.8
-    assert not reward.hallucinated_numbers
+    # G11.3: a no_error that cites nothing of the disputed invoice earns no term at all (it
+    # was 0.80 before the fourth release: right, no chain); binary needs a chain as well
+    assert reward.terms["evidence"] == 0.0 and reward.total == 0.0
+    assert not reward.hallucinated_numbers and not reward.investigated
     assert calm_ep.reward(variant="binary").total == 0.0
 
 
 def test_a_non_empty_traceable_chain_earns_the_evidence_term(calm_ep: Episode) -> None:
-    calm_ep.read_disputed()
+    invoice = calm_ep.read_disputed()
     customer = calm_ep.call("get_customer", customer_id=calm_ep.scenario.customer_id)
     subscription = customer["subscription_ids"][0]
-    calm_ep.submit(summary=f"Checked {subscription}: the charges are right.")
+    calm_ep.submit(summary=f"Checked {subscription}: the total {invoice['total']} is right.")
     reward = calm_ep.reward()
-    # 0.35 + 0.35 + 0.10 + 0.20 = 1.00: get_customer showed the subscription id (a found fact;
-    # the customer id it returns is only the echo of the agent's own argument)
+    # 0.35 + 0.35 + 0.10 + 0.20 = 1.00: get_customer showed the subscription id, get_invoice
+    # the disputed invoice's total (a fact of it, G11.3)
     assert reward.terms["evidence"] == 0.20 and reward.total == 1.0
+
+
+def test_the_customer_id_get_customer_resolved_is_a_found_fact(calm_ep: Episode) -> None:
+    invoice = calm_ep.read_disputed()
+    calm_ep.call("get_customer", customer_id=calm_ep.scenario.customer_id)
+    calm_ep.submit(summary=f"{calm_ep.scenario.customer_id}: total {invoice['total']}, right.")
+    trace = {t.cited.raw: t for t in calm_ep.reward_traces()}
+    # G1.1: a look-up key the tool resolved to a record is a fact of that output
+    assert trace[calm_ep.scenario.customer_id].status == "evidence"
+    assert calm_ep.reward().total == 1.0
 
 
 def test_an_untraceable_number_in_the_summary_costs_half_a_point(ep: Episode) -> None:
