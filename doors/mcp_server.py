@@ -141,7 +141,7 @@ async def serve_http(server: Server[Any], sessions: EpisodeSessions, port: int) 
     await uvicorn.Server(config).serve(sockets=[listener])
 
 
-def _port(text: str) -> int:
+def port_number(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
@@ -157,7 +157,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--tool-budget", type=positive_int, default=DEFAULT_TOOL_BUDGET)
     # transport
     parser.add_argument("--http", action="store_true", help="streamable HTTP, not stdio")
-    parser.add_argument("--port", type=_port, help="with --http (default 8765; 0 picks a free one)")
+    parser.add_argument(
+        "--port", type=port_number, help="with --http (default 8765; 0 picks a free one)"
+    )
     return parser
 
 
