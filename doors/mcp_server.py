@@ -135,6 +135,7 @@ async def serve_http(server: Server[Any], sessions: EpisodeSessions, port: int) 
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", port))
+    listener.listen(2048)  # before the banner: a client that read it can connect at once
     url = f"http://127.0.0.1:{listener.getsockname()[1]}/mcp"
     print(f"serving {sessions.scenario.scenario_id} at {url}", file=sys.stderr, flush=True)
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
