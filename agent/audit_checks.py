@@ -26,9 +26,9 @@ from agent.audit_evidence import (
     money,
     rate,
 )
-from env.billing import previous_period_start
-from env.calendar import fx_day
-from env.money import format_cents
+from env.engine.billing import previous_period_start
+from env.engine.calendar import fx_day
+from env.engine.money import format_cents
 
 TIMEZONE_LABEL = "timezone_period_boundary"
 # Which side of 1 a USD -> currency rate sits on: an analyst's sanity band, not scenario data.

@@ -13,7 +13,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from env.money import format_cents
+from env.engine.money import format_cents
 
 Json = dict[str, Any]
 

@@ -17,8 +17,8 @@ from typing import Any
 
 from agent.audit_checks import currency_conversion_error, run_checks
 from agent.audit_evidence import Candidate, Evidence, TaxWindow, cents, listed
+from env.engine.money import format_cents
 from env.ledger_env import DEFAULT_TOOL_BUDGET
-from env.money import format_cents
 from env.scenario import Scenario, ToolCall
 
 Json = dict[str, Any]

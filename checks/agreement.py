@@ -38,13 +38,13 @@ from checks.hacks.cheats import CHEATS
 from checks.hacks.cheats_surface import SURFACE_CHEATS
 from checks.hacks.samples import sample
 from env.cli import EXIT_FAILED, EXIT_USER_ERROR, Parser, run_command
+from env.engine.money import format_cents
 from env.episode import EpisodeRecord, record_episode
-from env.generator import generate
+from env.generation.generator import generate
+from env.generation.splits import split_seeds
 from env.labels import ROOT_CAUSES
 from env.ledger_env import LedgerEnv
-from env.money import format_cents
 from env.scenario import Scenario, ToolCall, reveal_truth
-from env.splits import split_seeds
 from eval.grader import EpisodeGrade, grade_episode
 from rewards.reward import RewardConfig, compute_reward
 

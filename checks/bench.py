@@ -30,11 +30,11 @@ from typing import Any
 from checks import bench_episodes
 from checks.bench_episodes import ROOT, EpisodeFigure, EpisodeSizes
 from env.cli import Parser, UsageError, positive_int, run_command
-from env.generator import generate
+from env.generation.generator import generate
+from env.generation.splits import SPLITS, split_seeds
 from env.ledger_env import LedgerEnv, open_database
 from env.read_memo import forget_all
 from env.scenario import Scenario, reveal_truth
-from env.splits import SPLITS, split_seeds
 from env.tools import TOOL_NAMES
 
 MS = 1000.0

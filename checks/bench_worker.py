@@ -3,14 +3,16 @@
 `checks.bench_episodes` runs this file's text as `python -c <text> <sizes JSON>` with the working
 directory set to the tree under test, so that tree's `env`, `rewards` and `eval` are imported
 (cwd comes first on sys.path). The tree may be an older commit, so only APIs unchanged since
-62cb402 are used: `generate`, `split_seeds`, `reveal_truth`, `LedgerEnv`, `record_episode`,
-`compute_reward`, `grade_episode`, and nothing from `checks/`. Machinery = reset + the reference
+62cb402 are used: `generate`, `split_seeds` (from `env.generation`, or `env` before issue 29),
+`reveal_truth`, `LedgerEnv`, `record_episode`, `compute_reward`, `grade_episode`, and nothing
+from `checks/`. Machinery = reset + the reference
 solution's tool calls + reward + grader, on both clocks (thread CPU time and wall).
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import statistics
 import sys
@@ -103,9 +105,11 @@ def _medians(times: dict[str, list[tuple[float, float]]]) -> dict[str, dict[str,
 def measure(scenarios: int = 50, warm_passes: int = 3, warmup: int = 10) -> dict[str, Any]:
     """First play of `scenarios` eval references (after `warmup` train ones: imports, pools),
     then `warm_passes` replays with the grader's database caches emptied each time."""
-    from env.generator import generate
+    # the generator's room since issue 29 (env/generation/); older trees keep it in env/
+    generation = "env.generation" if importlib.util.find_spec("env.generation") else "env"
+    generate = importlib.import_module(f"{generation}.generator").generate
+    split_seeds = importlib.import_module(f"{generation}.splits").split_seeds
     from env.scenario import reveal_truth
-    from env.splits import split_seeds
 
     def plans(split: str, count: int, clears: list[Callable[[], None]]) -> list[tuple[Any, ...]]:
         found = []

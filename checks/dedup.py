@@ -22,10 +22,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 
-from env.builder import data
 from env.cli import EXIT_FAILED, Parser, map_seeds, positive_int, run_command, unit_fraction
-from env.generator import generate
-from env.splits import split_seeds
+from env.generation.builder import data
+from env.generation.generator import generate
+from env.generation.splits import split_seeds
 
 _ID = re.compile(r"\b[A-Z]{2,4}-[A-Z0-9]{4,12}\b")
 _NUMBER = re.compile(r"\d+(?:[.,:/-]\d+)*")

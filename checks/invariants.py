@@ -17,10 +17,10 @@ from fractions import Fraction
 from itertools import pairwise
 
 from checks.timeline import timeline_problems
-from env.billing import compute_invoice, previous_period_start
-from env.calendar import fx_day, utc_to_local_date
-from env.money import parse_rate
-from env.records import inputs_from_json
+from env.engine.billing import compute_invoice, previous_period_start
+from env.engine.calendar import fx_day, utc_to_local_date
+from env.engine.money import parse_rate
+from env.engine.records import inputs_from_json
 
 
 def world_problems(connection: sqlite3.Connection, faulted: set[str]) -> list[str]:

@@ -19,12 +19,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from env.builder import data
 from env.cli import EXIT_FAILED, Parser, map_seeds, positive_int, run_command
-from env.generator import GENERATOR_VERSION, generate
+from env.generation.builder import data
+from env.generation.generator import GENERATOR_VERSION, generate
+from env.generation.splits import SPLITS, split_seeds
 from env.labels import DIFFICULTIES, FAULT_LABELS, HELDOUT_LABEL
 from env.ledger_env import open_database
-from env.splits import SPLITS, split_seeds
 from env.versions import generator_hash, tool_contract_hash
 
 # the data stays with the generator it pins; only this check lives in checks/

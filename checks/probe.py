@@ -60,8 +60,8 @@ from checks.probe_signals import (
     token_results,
 )
 from env.cli import EXIT_FAILED, Parser, UsageError, positive_int, run_command
+from env.generation.splits import split_seeds
 from env.labels import DIFFICULTIES, HELDOUT_LABEL, ROOT_CAUSES
-from env.splits import split_seeds
 
 RULE_PRECISION = 0.5
 SURFACE_ACCURACY = 0.35

@@ -16,7 +16,7 @@ from datetime import date
 from fractions import Fraction
 
 from checks.probe_ledger import Bill, Ledger, cents, immediate, ledger_of, rate
-from env.calendar import add_months, utc_date
+from env.engine.calendar import add_months, utc_date
 
 Check = Callable[[Ledger], frozenset[str]]
 InvoiceTest = Callable[[Ledger, Bill], bool]

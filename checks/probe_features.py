@@ -25,11 +25,11 @@ import numpy as np
 from checks.probe_comparisons import fired_checks
 from checks.probe_fingerprints import tokens_of
 from env.cli import map_seeds
-from env.generator import generate
+from env.engine.money import parse_amount, parse_rate
+from env.generation.generator import generate
+from env.generation.splits import split_assignment, split_seeds
 from env.labels import ROOT_CAUSES
-from env.money import parse_amount, parse_rate
 from env.scenario import reveal_truth
-from env.splits import split_assignment, split_seeds
 
 TABLES = (
     "plans", "plan_prices", "coupons", "subscriptions", "subscription_events", "tax_rates",

@@ -17,8 +17,8 @@ from fractions import Fraction
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from env.calendar import add_months
-from env.money import parse_amount, parse_rate
+from env.engine.calendar import add_months
+from env.engine.money import parse_amount, parse_rate
 
 
 @dataclass(frozen=True)

@@ -20,12 +20,12 @@ from decimal import Decimal
 
 from checks.invariants import world_problems
 from env.cli import EXIT_FAILED, Parser, UsageError, map_seeds, positive_int, run_command
+from env.engine.money import format_cents
 from env.episode import drafted_credits, record_episode
-from env.generator import generate
+from env.generation.generator import generate
+from env.generation.splits import SPLITS, split_assignment, split_seeds
 from env.ledger_env import LedgerEnv, open_database
-from env.money import format_cents
 from env.scenario import Scenario, reveal_truth
-from env.splits import SPLITS, split_assignment, split_seeds
 from env.tools import READ_TOOLS
 from rewards.derived import calculations
 from rewards.reward import compute_reward

@@ -29,7 +29,7 @@ from doors.openenv_types import EpisodeStarted, EpisodeState, ToolResult
 from doors.scenario_ids import parse_scenario_id
 from doors.verdict import EpisodeVerdict, judge_variants, verdict_summary
 from env.episode import record_episode
-from env.generator import generate
+from env.generation.generator import generate
 from env.ledger_env import DEFAULT_TOOL_BUDGET, LedgerEnv
 from env.scenario import Scenario
 from ledgergym import __version__

@@ -1,16 +1,17 @@
 """Scenario ids as the generator writes them, `<split>-<seed>` (e.g. `eval-100021`), read back.
 
-`env.generator.generate(split, seed)` names every scenario `f"{split}-{seed}"`; the split's seed
-range (`env.splits`) decides which seeds exist, so `eval-5` is refused, not generated.
+`env.generation.generator.generate(split, seed)` names every scenario `f"{split}-{seed}"`; the
+split's seed range (`env.generation.splits`) decides which seeds exist, so `eval-5` is refused, not
+generated.
 """
 
 from __future__ import annotations
 
 import re
 
-from env.generator import generate
+from env.generation.generator import generate
+from env.generation.splits import SPLITS, split_assignment
 from env.scenario import Scenario
-from env.splits import SPLITS, split_assignment
 
 _ID = re.compile(r"(?P<split>[a-z]+)-(?P<seed>[0-9]{1,12})")
 

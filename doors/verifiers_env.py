@@ -39,12 +39,12 @@ from verifiers.v1.runtimes import SubprocessConfig
 
 from doors.verdict import EpisodeVerdict, judge_episode, verdict_metrics
 from doors.verifiers_tools import EpisodeState, LedgerToolset
-from env.generator import generate
+from env.generation.generator import generate
+from env.generation.splits import spec, split_seeds
 from env.ledger_env import DEFAULT_TOOL_BUDGET, system_prompt
-from env.splits import spec, split_seeds
 from rewards.reward import Variant
 
-Split = Literal["train", "val", "eval", "heldout"]  # env.splits.SPLITS
+Split = Literal["train", "val", "eval", "heldout"]  # env.generation.splits.SPLITS
 TASKSET_ID = "doors"  # vf-eval imports the taskset's package by this name (doors/__init__.py)
 MAX_TURNS = 40  # agent.rollout.RolloutConfig.max_turns
 

@@ -18,7 +18,7 @@ from verifiers.v1 import State, Toolset, ToolsetConfig
 from doors.mcp_tools import list_tools_handler, run_tool
 from env.episode import EpisodeRecord
 from env.findings import Findings
-from env.generator import generate
+from env.generation.generator import generate
 from env.ledger_env import LedgerEnv, ToolRecord
 from env.scenario import Scenario
 

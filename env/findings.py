@@ -15,8 +15,8 @@ from decimal import Decimal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from env.engine.money import parse_amount
 from env.labels import RootCause
-from env.money import parse_amount
 
 INVOICE_ID = re.compile(r"INV-[0-9A-Z]{4,12}")  # used with fullmatch: no "$"-before-newline
 MAX_ITEMS = 50

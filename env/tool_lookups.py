@@ -13,8 +13,8 @@ from datetime import date
 from fractions import Fraction
 from typing import Any
 
-from env.billing import BillingInputs, CouponTerms, InvoiceAmounts, PlanTerms
-from env.money import format_cents, format_rate, parse_rate
+from env.engine.billing import BillingInputs, CouponTerms, InvoiceAmounts, PlanTerms
+from env.engine.money import format_cents, format_rate, parse_rate
 from env.tool_errors import InvalidArgument, NotFound
 
 _DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")

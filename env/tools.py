@@ -16,11 +16,11 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, ValidationError
 
-from env.billing import BillingError, BillingInputs, compute_invoice
+from env.engine.billing import BillingError, BillingInputs, compute_invoice
+from env.engine.money import BadAmount, format_cents, parse_amount, parse_rate
+from env.engine.records import inputs_from_json, inputs_to_dict
 from env.findings import AffectedInvoice, Findings, amount_text
 from env.labels import RootCause
-from env.money import BadAmount, format_cents, parse_amount, parse_rate
-from env.records import inputs_from_json, inputs_to_dict
 from env.tool_errors import InvalidArgument, Refused
 from env.tool_lookups import Lookups, parse_day
 

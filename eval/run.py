@@ -58,8 +58,8 @@ from env.cli import (  # noqa: E402
     UsageError,
     run_resumable,
 )
+from env.generation.splits import SPLITS, UnknownSplit, split_seeds  # noqa: E402
 from env.scenario import Scenario  # noqa: E402
-from env.splits import SPLITS, UnknownSplit, split_seeds  # noqa: E402
 from eval.episode_log import (  # noqa: E402
     EPISODES,
     EpisodeLog,
@@ -321,7 +321,7 @@ def _rollout_config(args: argparse.Namespace) -> RolloutConfig:
 
 def run(args: argparse.Namespace) -> int:
     """The command: resolve the model and the split, then `evaluate`; returns the exit code."""
-    from env.generator import generate
+    from env.generation.generator import generate
 
     target = _target(args)
     try:

@@ -36,9 +36,9 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Any, Literal
 
+from env.engine.money import format_cents
 from env.findings import Findings
 from env.ledger_env import ToolRecord
-from env.money import format_cents
 from rewards.derived import derive
 from rewards.evidence import CallParts, split_log
 from rewards.numbers import Token, canonical, read_text, shift

@@ -91,7 +91,7 @@ def test_a_bad_flag_is_one_line_on_stderr_and_status_2(
 
 def test_the_commands_found_include_every_layer() -> None:
     found = commands()
-    for command in ("env.cue_rates", "eval.run", "eval.report", "checks.hacks", "train"):
+    for command in ("env.generation.cue_rates", "eval.run", "eval.report", "checks.hacks", "train"):
         assert command in found
 
 

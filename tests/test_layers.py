@@ -5,7 +5,10 @@ train.py; doors/ (other interfaces), checks/ (the CI gates) and experiments/ (re
 above all and nothing else may import them; eval and rewards never import each other (the
 grader's verdict and the training reward stay independent; only
 checks/agreement compares them). Every .py is parsed with `ast`, imports inside functions and
-under TYPE_CHECKING included, so a lazy import cannot hide an edge.
+under TYPE_CHECKING included, so a lazy import cannot hide an edge. Inside env/ the three rooms
+(env/README.md, "Layout") point down too: the billing engine imports no other env module, scenario
+generation never imports the episode runtime, and the runtime reaches generation only through
+its one entry point, `env.generation.generator`.
 Run: `python -m pytest tests/test_layers.py -q`.
 """
 
@@ -22,6 +25,12 @@ TOP = ("doors", "checks", "experiments")
 RANK = {"ledgergym": -1, "env": 0, "rewards": 1, "agent": 2, "eval": 3, "training": 4, "train": 5}
 RANK |= dict.fromkeys(TOP, 6)
 APART = {frozenset({"eval", "rewards"})}  # neither may import the other, whatever the order
+
+# env/'s rooms: the billing engine (what bills), scenario generation (what builds worlds) and the
+# episode runtime (what an agent touches: every other env module), beside the types all three share
+ENGINE, GENERATION, RUNTIME, SHARED = "env.engine", "env.generation", "env", "shared"
+SHARED_MODULES = ("env.scenario", "env.labels", "env.cli")  # the scenario type, labels, plumbing
+ENTRY = "env.generation.generator"  # `generate(split, seed)`: the runtime's one door to generation
 
 Edge = tuple[str, str]  # (importing module, imported module), dotted names
 
@@ -89,6 +98,27 @@ def breaks_layers(edge: Edge) -> bool:
     return RANK[low] > RANK[high]
 
 
+def room(module: str) -> str | None:
+    """Which of env/'s rooms a module lives in; None outside env/."""
+    if module in SHARED_MODULES:
+        return SHARED
+    for name in (ENGINE, GENERATION):
+        if module == name or module.startswith(name + "."):
+            return name
+    return RUNTIME if module == "env" or module.startswith("env.") else None
+
+
+def breaks_rooms(edge: Edge) -> bool:
+    """The engine imports nothing else of env/; the shared types only the engine; generation
+    never the runtime; the runtime not generation, except its entry point."""
+    source, target = room(edge[0]), room(edge[1])
+    if source is None or target is None or source == target or target == ENGINE:
+        return False
+    if source == RUNTIME and target == GENERATION:
+        return edge[1] != ENTRY
+    return target != SHARED or source == ENGINE
+
+
 def cycles(edges: list[Edge]) -> list[list[str]]:
     """Every strongly connected group of two or more modules (Tarjan), each as one cycle."""
     graph: dict[str, list[str]] = {}
@@ -145,6 +175,17 @@ def test_every_import_points_down_the_layers() -> None:
     assert not wrong, "imports that run up the layers:\n" + "\n".join(wrong)
 
 
+def test_env_rooms_point_down_generation_only_through_its_entry_point() -> None:
+    edges = import_edges()
+    wrong = [f"{a} -> {b}" for a, b in edges if breaks_rooms((a, b))]
+    assert not wrong, "imports across env/'s rooms:\n" + "\n".join(wrong)
+    # the rooms are real: each holds modules and the allowed edges between them occur
+    assert ("env.generation.story", "env.engine.billing") in edges
+    assert ("env.tools", "env.engine.billing") in edges
+    assert ("env.ledger_env", "env.scenario") in edges
+    assert ("env.versions", ENTRY) in edges
+
+
 def test_no_modules_import_each_other() -> None:
     found = [" -> ".join(cycle) for cycle in cycles(import_edges())]  # one cycle per tangle
     assert not found, "import cycles:\n" + "\n".join(found)
@@ -165,7 +206,7 @@ def test_relative_imports_resolve_against_the_importing_module() -> None:
 
 
 def test_the_rules_catch_an_upward_import_an_apart_pair_and_a_cycle() -> None:
-    assert breaks_layers(("env.world", "agent.policy"))
+    assert breaks_layers(("env.generation.world", "agent.policy"))
     assert breaks_layers(("eval.grader", "rewards.reward"))
     assert breaks_layers(("training.runs", "checks.bench"))
     assert not breaks_layers(("checks.agreement", "rewards.reward"))
@@ -173,3 +214,15 @@ def test_the_rules_catch_an_upward_import_an_apart_pair_and_a_cycle() -> None:
     assert not breaks_layers(("env.versions", "ledgergym"))
     assert breaks_layers(("ledgergym", "env.versions"))
     assert cycles([("a", "b"), ("b", "c"), ("c", "a"), ("c", "d")]) == [["a", "b", "c", "a"]]
+
+
+def test_the_room_rules_catch_each_crossing_and_allow_the_entry_point() -> None:
+    assert breaks_rooms(("env.tools", "env.generation.builder"))  # a tool walking into generation
+    assert breaks_rooms(("env.generation.story", "env.tools"))  # generation using the runtime
+    assert breaks_rooms(("env.engine.billing", "env.labels"))  # the engine importing anything
+    assert breaks_rooms(("env.engine.billing", "env.generation.world"))
+    assert breaks_rooms(("env.scenario", "env.ledger_env"))
+    assert not breaks_rooms(("env.versions", ENTRY))
+    assert not breaks_rooms(("env.generation.complaints", "env.labels"))
+    assert not breaks_rooms(("env.tools", "env.engine.money"))
+    assert not breaks_rooms(("checks.invariants", "env.generation.builder"))  # above env: any

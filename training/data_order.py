@@ -20,7 +20,7 @@ from functools import lru_cache
 from itertools import count
 from pathlib import Path
 
-from env.splits import spec, split_assignment
+from env.generation.splits import spec, split_assignment
 from training.filter import FilterError, read_filter
 from training.runs import RunConfig
 

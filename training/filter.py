@@ -28,8 +28,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from agent.policy import PolicyError
 from agent.registry import DEFAULT_REGISTRY, build_policy, check_reachable, resolve_model
 from env.cli import EXIT_INCOMPLETE, Parser, run_resumable
-from env.generator import generate
-from env.splits import SPLITS, UnknownSplit, split_seeds
+from env.generation.generator import generate
+from env.generation.splits import SPLITS, UnknownSplit, split_seeds
 from eval.episode_log import EPISODES, RUN_CONFIG, EpisodeLine, read_episodes
 from eval.summary import SUMMARY_JSON, SUMMARY_MD
 

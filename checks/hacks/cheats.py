@@ -34,8 +34,8 @@ from checks.hacks.programs import (
     summary_of,
     truth_of,
 )
+from env.engine.money import format_cents, parse_amount
 from env.labels import ROOT_CAUSES
-from env.money import format_cents, parse_amount
 from env.scenario import Scenario, Truth
 
 # cheats that read only public text and tool results -------------------------------------------

@@ -31,7 +31,7 @@ from checks.hacks.programs import (
     submit,
     truth_of,
 )
-from env.money import format_cents
+from env.engine.money import format_cents
 from env.scenario import Scenario, ToolCall, Truth
 
 Extra = Callable[[Scenario, list[str]], str]

@@ -23,7 +23,7 @@ from checks.hacks.programs import (
     submit,
     truth_of,
 )
-from env.money import format_cents
+from env.engine.money import format_cents
 from env.scenario import Scenario, ToolCall
 
 _ARABIC = str.maketrans("0123456789", "٠١٢٣٤٥٦٧٨٩")

@@ -14,8 +14,8 @@ from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from env.engine.money import format_cents, parse_amount
 from env.labels import ROOT_CAUSES
-from env.money import format_cents, parse_amount
 from env.scenario import Scenario, ToolCall, Truth, reveal_truth
 
 Program = Callable[[Scenario], Generator[ToolCall, str, None]]

@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-from env.generator import generate
+from env.generation.generator import generate
+from env.generation.splits import split_assignment, split_seeds
 from env.labels import ROOT_CAUSES
 from env.scenario import Scenario, reveal_truth
-from env.splits import split_assignment, split_seeds
 
 PER_LABEL = 2
 

@@ -40,7 +40,7 @@ def complaint(run: RunData, line: EpisodeLine, messages: list[dict[str, Any]]) -
             return str(message.get("content") or "")
     if run.config.get("generator") != _current_generator():
         return None  # another generator version: regenerating would show another complaint
-    from env.generator import generate
+    from env.generation.generator import generate
 
     try:
         return generate(line.split, line.seed).complaint

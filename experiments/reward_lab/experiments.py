@@ -16,9 +16,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from env.generator import generate
+from env.generation.generator import generate
+from env.generation.splits import split_seeds
 from env.scenario import Scenario
-from env.splits import split_seeds
 from experiments.reward_lab.episodes import RewardSpec
 from experiments.reward_lab.evaluate import EvalStats, FixedRow, evaluate, fixed_policies
 from experiments.reward_lab.moves import Move, catalogue

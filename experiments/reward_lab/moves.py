@@ -20,10 +20,10 @@ from agent import audit_checks
 from agent.audit_evidence import Candidate, Evidence, cents
 from agent.auditor import Finding
 from checks.hacks.programs import guess_label
-from env.generator import generate
+from env.engine.money import format_cents
+from env.generation.generator import generate
+from env.generation.splits import split_seeds
 from env.ledger_env import LedgerEnv
-from env.money import format_cents
-from env.splits import split_seeds
 from experiments.reward_lab.desk import (
     Desk,
     ask,

@@ -22,11 +22,11 @@ from agent.auditor import auditor_program, reading_order
 from agent.messages import assistant_message
 from agent.program_policy import Program, auditor_policy
 from env.episode import EpisodeRecord, drafted_credits, record_episode
-from env.generator import generate
+from env.generation.generator import generate
+from env.generation.splits import split_assignment, split_seeds
 from env.labels import ROOT_CAUSES
 from env.ledger_env import DEFAULT_TOOL_BUDGET, LedgerEnv
 from env.scenario import Scenario, reveal_truth
-from env.splits import split_assignment, split_seeds
 from eval.grader import grade_episode
 from tests.env.conftest import CUSTOMER, MARCH, build_hand_scenario
 

@@ -1,4 +1,4 @@
-"""The auditor reads the tax look-alikes' separating records (`env.lookalikes_tax`): the
+"""The auditor reads the tax look-alikes' separating records (`env.generation.lookalikes_tax`): the
 jurisdiction in force on the issue day (a move on record) and the certificate's jurisdiction.
 """
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from agent.audit_checks import tax_exempt_charged, wrong_tax_rate
 from agent.audit_evidence import Evidence, TaxWindow
 from agent.auditor import auditor_program
-from env.generator import generate
+from env.generation.generator import generate
 from env.scenario import reveal_truth
 from tests.agent.test_auditor import run_program
 from tests.env.test_lookalikes_tax import _lookalikes

@@ -19,7 +19,7 @@ from agent.program_policy import reference_policy
 from agent.retry import RetryBudgetSpent, RetrySettings, ServerWatch
 from agent.rollout import RolloutConfig, run_episode
 from agent.trajectory import Trajectory
-from env.generator import generate
+from env.generation.generator import generate
 from env.scenario import reveal_truth
 from tests.support.scripted_server import (
     ScriptedOpenAIServer,

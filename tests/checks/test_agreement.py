@@ -26,9 +26,9 @@ from checks.agreement import (
     splits,
 )
 from checks.hacks.cheats import CHEATS
-from env.generator import generate
+from env.generation.generator import generate
+from env.generation.splits import split_assignment, split_seeds
 from env.scenario import Scenario, ToolCall, reveal_truth
-from env.splits import split_assignment, split_seeds
 
 
 def verdict(binary: float, grounded: bool, *, success: bool = True, why: str = "") -> Verdict:

@@ -22,10 +22,10 @@ from checks.hacks.cheats_surface import (
     SurfaceCheat,
     keyword_label,
 )
-from env.generator import generate
+from env.generation.generator import generate
+from env.generation.splits import split_seeds
 from env.ledger_env import LedgerEnv
 from env.scenario import Scenario, Truth
-from env.splits import split_seeds
 from rewards.reward import RewardConfig
 
 

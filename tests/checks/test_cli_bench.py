@@ -19,8 +19,8 @@ import pytest
 from checks import bench_episodes
 from checks.bench import Figure, bench_rollouts, main, p99
 from checks.bench_episodes import FIGURES, EpisodeFigure, figures, guard, interleaved
-from env.generator import generate
-from env.splits import split_seeds
+from env.generation.generator import generate
+from env.generation.splits import split_seeds
 from env.tools import TOOL_NAMES
 
 ROOT = Path(__file__).resolve().parents[2]

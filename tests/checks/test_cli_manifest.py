@@ -23,7 +23,7 @@ from checks.manifest import (
     main,
     name_pool_problems,
 )
-from env.builder import data
+from env.generation.builder import data
 from env.labels import HELDOUT_LABEL
 
 ROOT = Path(__file__).resolve().parents[2]

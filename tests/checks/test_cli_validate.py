@@ -145,7 +145,7 @@ def test_the_invariants_flag_a_world_v1_timeline(hand_scenario: Scenario) -> Non
 
 
 def test_generated_scenarios_pass_the_invariants() -> None:
-    from env.generator import generate
+    from env.generation.generator import generate
 
     for seed in range(100_000, 100_013):
         assert invariant_problems(generate("eval", seed)) == []

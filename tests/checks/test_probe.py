@@ -38,9 +38,9 @@ from checks.probe_features import (
 from checks.probe_fingerprints import mask, tokens_of, tokens_of_database
 from checks.probe_models import MIN_SUPPORT, at_prior, best_rule, measure
 from checks.probe_signals import check_results, token_results
-from env.generator import generate
+from env.generation.generator import generate
+from env.generation.splits import split_assignment, split_seeds
 from env.labels import DIFFICULTIES, TRAIN_FAULT_LABELS
-from env.splits import split_assignment, split_seeds
 
 
 def test_features_are_counts_and_flags_read_off_the_public_tables() -> None:

@@ -15,9 +15,9 @@ from typing import Any
 
 from agent.program_policy import ProgramPolicy, reference_policy
 from agent.rollout import RolloutConfig, run_episode
-from env.generator import generate
+from env.generation.generator import generate
+from env.generation.splits import split_seeds
 from env.scenario import Scenario, ToolCall, reveal_truth
-from env.splits import split_seeds
 from rewards.reward import RewardBreakdown, RewardConfig, Variant
 from tests.support.scripted_turns import Responder, tool_call
 

@@ -26,10 +26,10 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp_types import CallToolResult
 
 from doors.mcp_server import NO_SESSION_ERROR
-from env.generator import generate
+from env.generation.generator import generate
+from env.generation.splits import split_seeds
 from env.ledger_env import LedgerEnv
 from env.scenario import Scenario, reveal_truth
-from env.splits import split_seeds
 from tests.doors.vf_eval import ROOT
 
 

@@ -29,9 +29,9 @@ from verifiers.v1.trace import AgentInfo, TraceTask
 from agent.program_policy import ProgramPolicy, reference_policy
 from doors.verifiers_env import BillSleuthTask, BillSleuthTaskConfig, Split, load_environment
 from doors.verifiers_tools import EpisodeState, LedgerToolset, remember
+from env.generation.splits import SPLITS
 from env.ledger_env import LedgerEnv, system_prompt
 from env.scenario import Scenario
-from env.splits import SPLITS
 from rewards.reward import Variant
 from tests.doors.done_relay import DoneRelay
 from tests.doors.players import (

@@ -1,7 +1,7 @@
 """A small hand-written BillSleuth world, and the helpers the env tests share.
 
-The world is written row by row with `env.world.WorldDraft` and billed by the one engine, so
-every number the tests expect is worked out by hand in the comments below. Tests reach it the
+The world is written row by row with `env.generation.world.WorldDraft` and billed by the one engine,
+so every number the tests expect is worked out by hand in the comments below. Tests reach it the
 way the agent does: `LedgerEnv.call(name, json_args)`, then inspect `final_database()`.
 """
 
@@ -16,12 +16,10 @@ from typing import Any
 
 import pytest
 
-from env.billing import BillingInputs, CouponTerms, PlanTerms
-from env.generator import generate
-from env.ledger_env import LedgerEnv
-from env.scenario import Scenario, ToolCall, Truth
-from env.splits import split_assignment
-from env.world import (
+from env.engine.billing import BillingInputs, CouponTerms, PlanTerms
+from env.generation.generator import generate
+from env.generation.splits import split_assignment
+from env.generation.world import (
     Coupon,
     Customer,
     Event,
@@ -32,6 +30,8 @@ from env.world import (
     WorldDraft,
     freeze,
 )
+from env.ledger_env import LedgerEnv
+from env.scenario import Scenario, ToolCall, Truth
 
 CUSTOMER = "CUS-HAND01"
 TEAM_SUB, GROWTH_SUB = "SUB-HAND01", "SUB-HAND02"
@@ -289,12 +289,12 @@ def query(image: bytes, sql: str, *args: Any) -> list[tuple[Any, ...]]:
 
 def builder_available(label: str) -> bool:
     """False only when the builder's module or function does not exist yet."""
-    from env.faults import builder_for
+    from env.generation.faults import builder_for
 
     try:
         builder_for(label)
     except ModuleNotFoundError as exc:
-        if not (exc.name or "").startswith("env.faults"):
+        if not (exc.name or "").startswith("env.generation.faults"):
             raise
         return False
     except (KeyError, AttributeError):

@@ -13,11 +13,11 @@ from functools import cache
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from env.generator import generate
+from env.engine.money import format_cents
+from env.generation.generator import generate
+from env.generation.splits import spec, split_assignment
 from env.ledger_env import LedgerEnv
-from env.money import format_cents
 from env.scenario import Scenario, reveal_truth
-from env.splits import spec, split_assignment
 from tests.env.conftest import ok, query
 
 LEVELS = ("L1", "L2", "L3")

@@ -1,4 +1,5 @@
-"""Hand-worked examples of the billing engine (env/billing.py); the arithmetic is in comments.
+"""Hand-worked examples of the billing engine (env/engine/billing.py); the arithmetic is in
+comments.
 
 Amounts are cents. Every line is rounded half-up once, after proration and fx; discount and
 tax are rounded once each.
@@ -12,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from env.billing import (
+from env.engine.billing import (
     BillingError,
     BillingInputs,
     CouponTerms,
@@ -315,7 +316,7 @@ def test_usage_without_a_split_bills_on_the_invoice_plan_with_its_whole_allowanc
 
 
 def test_the_usage_split_is_recorded_and_read_back() -> None:
-    from env.records import inputs_from_json, inputs_to_json
+    from env.engine.records import inputs_from_json, inputs_to_json
 
     billed = inputs(
         FEB,

@@ -18,8 +18,8 @@ from typing import Any, cast
 import pytest
 
 from checks.dedup import body_of, mask_body
-from env.builder import WorldBuilder, data
-from env.complaints import (
+from env.generation.builder import WorldBuilder, data
+from env.generation.complaints import (
     GENERIC,
     Cues,
     bodies,
@@ -27,11 +27,11 @@ from env.complaints import (
     phrasing_pool,
     placeholders,
 )
-from env.faults.base import FaultOutcome
-from env.generator import generate
+from env.generation.faults.base import FaultOutcome
+from env.generation.generator import generate
+from env.generation.splits import split_seeds
 from env.labels import HELDOUT_LABEL, TRAIN_FAULT_LABELS
 from env.scenario import reveal_truth
-from env.splits import split_seeds
 
 SOURCES = (*TRAIN_FAULT_LABELS, GENERIC)
 SLOTS = {
@@ -51,7 +51,7 @@ def _filled(template: str) -> str:
 
 
 def test_pool_files_are_the_train_fault_classes_and_generic() -> None:
-    folder = resources.files("env").joinpath("data/complaints")
+    folder = resources.files("env.generation").joinpath("data/complaints")
     names = {p.name.removesuffix(".json") for p in folder.iterdir() if p.name.endswith(".json")}
     assert names == {*SOURCES, "common", "plausibility"}
 
@@ -139,8 +139,8 @@ def test_a_vague_complaints_month_is_not_a_pointer_to_the_answer() -> None:
 
 
 def test_plausibility_rates_are_measured_from_train_worlds() -> None:
-    from env import complaints
-    from env.cue_rates import measure_rates
+    from env.generation import complaints
+    from env.generation.cue_rates import measure_rates
 
     rates = measure_rates(25)
     assert rates["duplicate_payment"] == 1.0  # anyone who pays can believe they paid twice
@@ -152,7 +152,7 @@ def test_plausibility_rates_are_measured_from_train_worlds() -> None:
 
 
 def test_the_rates_command_rejects_a_bad_limit(capsys: pytest.CaptureFixture[str]) -> None:
-    from env.cue_rates import main
+    from env.generation.cue_rates import main
 
     assert main(["--limit", "0"]) == 2
     assert "must be at least 1" in capsys.readouterr().err

@@ -13,11 +13,11 @@ import sqlite3
 from typing import Any
 
 from env.connection_pool import ConnectionPool, SchemaPages
-from env.generator import generate
+from env.generation.generator import generate
+from env.generation.splits import split_seeds
 from env.ledger_env import LedgerEnv, open_database
 from env.read_memo import MAX_CALLS, ReadMemo, memo_for
 from env.scenario import Scenario, reveal_truth
-from env.splits import split_seeds
 from env.tool_specs import dispatch
 from env.tools import BillingTools
 from tests.env.conftest import MARCH, ok

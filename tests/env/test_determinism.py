@@ -16,13 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from env.generator import generate
+from env.generation.generator import generate
+from env.generation.splits import split_assignment
 from env.scenario import Scenario
-from env.splits import split_assignment
 from tests.env.conftest import available_seeds, builder_available, query
 
 ROOT = Path(__file__).resolve().parents[2]
-POOLS = json.loads((ROOT / "env" / "data" / "name_pools.json").read_text(encoding="utf-8"))
+POOLS_FILE = ROOT / "env" / "generation" / "data" / "name_pools.json"
+POOLS = json.loads(POOLS_FILE.read_text(encoding="utf-8"))
 SEEDS = {
     "train": range(1_000_000, 1_000_400),
     "val": range(200_000, 200_100),
@@ -39,7 +40,7 @@ def seeds_or_skip(split: str, limit: int) -> list[int]:
         missing = [label for label in missing if not builder_available(label)]
         pytest.skip(
             f"no fault builder written yet for any label of split {split!r} "
-            f"(missing in env/faults/: {', '.join(missing)})"
+            f"(missing in env/generation/faults/: {', '.join(missing)})"
         )
     return seeds
 
@@ -76,7 +77,7 @@ def test_a_fresh_process_with_another_hash_seed_generates_the_same_bytes() -> No
     expected = [_sha(generate.__wrapped__("train", seed)) for seed in seeds]
     script = (
         "import hashlib, sys\n"
-        "from env.generator import generate\n"
+        "from env.generation.generator import generate\n"
         "for seed in map(int, sys.argv[1:]):\n"
         "    s = generate('train', seed)\n"
         "    print(hashlib.sha256(s.database + s.complaint.encode('utf-8')).hexdigest())\n"
@@ -126,10 +127,11 @@ def test_the_name_pools_do_not_overlap() -> None:
 
 
 def test_the_generator_hash_covers_every_env_module_the_generator_imports() -> None:
-    """A scenario's bytes come from the modules `env.generator` imports; a result stamped with
-    the generator hash must change when any of them does (`env.versions.generation_sources`)."""
+    """A scenario's bytes come from the modules `env.generation.generator` imports; a result stamped
+    with the generator hash must change when any of them does
+    (`env.versions.generation_sources`)."""
     code = (
-        "import sys, env.generator; "
+        "import sys, env.generation.generator; "
         "print(' '.join(sorted(m for m in sys.modules if m.startswith('env.'))))"
     )
     root = Path(__file__).resolve().parents[2]
@@ -138,7 +140,9 @@ def test_the_generator_hash_covers_every_env_module_the_generator_imports() -> N
     ).stdout.split()
     from env.versions import generation_sources
 
-    hashed = {p.relative_to(root / "env").with_suffix("").as_posix() for p in generation_sources()}
+    hashed = {
+        p.relative_to(root / "env").with_suffix("").as_posix().removesuffix("/__init__")
+        for p in generation_sources()
+    }
     imported = {m.removeprefix("env.").replace(".", "/") for m in out}
-    imported -= {"faults", "__init__"}
     assert imported <= hashed, sorted(imported - hashed)

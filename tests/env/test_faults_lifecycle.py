@@ -1,7 +1,7 @@
 """seat_count_mismatch, billed_after_cancellation and trial_period_charged, end to end.
 
-Scenarios come from `env.generator.generate` on train seeds of each label; the reference is
-replayed through `LedgerEnv` and must credit exactly the truth, and the lifecycle event behind
+Scenarios come from `env.generation.generator.generate` on train seeds of each label; the reference
+is replayed through `LedgerEnv` and must credit exactly the truth, and the lifecycle event behind
 the fault (a seat change, a cancellation, a trial) must be visible through the agent's tools.
 """
 
@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
-from env.builder import WorldBuilder
-from env.calendar import days
-from env.faults.lifecycle import (
+from env.engine.calendar import days
+from env.engine.money import format_cents
+from env.generation.builder import WorldBuilder
+from env.generation.faults.lifecycle import (
     CANCEL_VARIANTS,
     SEAT_VARIANTS,
     TRIAL_VARIANTS,
@@ -22,9 +23,8 @@ from env.faults.lifecycle import (
     seat_count_mismatch,
     trial_period_charged,
 )
-from env.generator import scenario_rng
+from env.generation.generator import scenario_rng
 from env.ledger_env import LedgerEnv
-from env.money import format_cents
 from env.scenario import Scenario, reveal_truth
 from tests.env.conftest import ok
 from tests.env.fault_support import LEVELS, check_reference, investigate, local, scenarios

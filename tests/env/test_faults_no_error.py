@@ -1,8 +1,8 @@
 """no_error scenarios: the customer is mistaken, and the tools show why the charge stands.
 
-Generic checks run on `env.generator.generate` train seeds of every difficulty. Each look-alike
-variant is also built directly (the generator's own decoy, reference and freeze steps) so that
-its specific evidence can be read back through a second episode, as an agent would.
+Generic checks run on `env.generation.generator.generate` train seeds of every difficulty. Each
+look-alike variant is also built directly (the generator's own decoy, reference and freeze steps) so
+that its specific evidence can be read back through a second episode, as an agent would.
 Run: pytest tests/env/test_faults_no_error.py
 """
 
@@ -13,16 +13,16 @@ from datetime import date
 
 import pytest
 
-from env.builder import WorldBuilder
-from env.calendar import utc_date, utc_to_local_date
-from env.decoys import add_decoys
-from env.faults.base import FaultOutcome
-from env.faults.no_error import VARIANTS
-from env.generator import generate, reference_solution
+from env.engine.calendar import utc_date, utc_to_local_date
+from env.engine.money import parse_amount
+from env.generation.builder import WorldBuilder
+from env.generation.decoys import add_decoys
+from env.generation.faults.base import FaultOutcome
+from env.generation.faults.no_error import VARIANTS
+from env.generation.generator import generate, reference_solution
+from env.generation.world import freeze
 from env.ledger_env import LedgerEnv
-from env.money import parse_amount
 from env.scenario import Scenario, Truth, reveal_truth
-from env.world import freeze
 from tests.env.conftest import query
 from tests.env.fault_support import LEVELS, Tools, replay, seeds_for
 

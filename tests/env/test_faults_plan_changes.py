@@ -1,8 +1,8 @@
 """proration_error and downgrade_not_applied, generated end to end and checked through the tools.
 
-Each scenario comes from `env.generator.generate` on train seeds of the label; the reference is
-replayed through `LedgerEnv` and must credit exactly the truth, and the fault's evidence (the
-plan_changed event against the invoice) must be visible through the agent's own tools.
+Each scenario comes from `env.generation.generator.generate` on train seeds of the label; the
+reference is replayed through `LedgerEnv` and must credit exactly the truth, and the fault's
+evidence (the plan_changed event against the invoice) must be visible through the agent's own tools.
 """
 
 from __future__ import annotations
@@ -11,16 +11,16 @@ from datetime import date
 
 import pytest
 
-from env.billing import previous_period_start
-from env.builder import WorldBuilder
-from env.faults.plan_changes import (
+from env.engine.billing import previous_period_start
+from env.engine.money import format_cents
+from env.generation.builder import WorldBuilder
+from env.generation.faults.plan_changes import (
     DOWNGRADE_VARIANTS,
     PRORATION_VARIANTS,
     downgrade_not_applied,
     proration_error,
 )
-from env.generator import scenario_rng
-from env.money import format_cents
+from env.generation.generator import scenario_rng
 from env.scenario import reveal_truth
 from tests.env.conftest import ok
 from tests.env.fault_support import LEVELS, check_reference, investigate, local, scenarios

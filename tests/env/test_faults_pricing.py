@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from env.billing import previous_period_start
-from env.builder import data
-from env.calendar import fx_day, utc_to_local_date
-from env.money import parse_amount
+from env.engine.billing import previous_period_start
+from env.engine.calendar import fx_day, utc_to_local_date
+from env.engine.money import parse_amount
+from env.generation.builder import data
 from env.scenario import reveal_truth
 from tests.env.fault_support import LEVELS, Tools, all_levels, check_reference, scenarios
 

@@ -1,7 +1,7 @@
 """wrong_tax_rate and tax_exempt_charged scenarios, checked through the agent's own tools.
 
-Scenarios come from `env.generator.generate` on train seeds of each label and difficulty; the
-reference is replayed through `LedgerEnv`, and the evidence is read back with a second episode
+Scenarios come from `env.generation.generator.generate` on train seeds of each label and difficulty;
+the reference is replayed through `LedgerEnv`, and the evidence is read back with a second episode
 on the same scenario, exactly as an agent would see it (helpers in tests/env/fault_support.py).
 Run: pytest tests/env/test_faults_tax.py
 """
@@ -12,8 +12,8 @@ from datetime import date, timedelta
 
 import pytest
 
-from env.calendar import utc_to_local_date
-from env.money import parse_amount
+from env.engine.calendar import utc_to_local_date
+from env.engine.money import parse_amount
 from env.scenario import reveal_truth
 from tests.env.fault_support import LEVELS, Tools, all_levels, check_reference, scenarios
 

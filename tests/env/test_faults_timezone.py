@@ -14,15 +14,15 @@ from functools import cache
 
 import pytest
 
-from env.builder import WorldBuilder
-from env.calendar import utc_date, utc_to_local_date
-from env.faults.timezone import is_west, timezone_period_boundary
-from env.generator import generate
+from env.engine.calendar import utc_date, utc_to_local_date
+from env.engine.money import parse_amount
+from env.generation.builder import WorldBuilder
+from env.generation.faults.timezone import is_west, timezone_period_boundary
+from env.generation.generator import generate
+from env.generation.splits import split_assignment, split_seeds
+from env.generation.world import freeze
 from env.labels import HELDOUT_LABEL
-from env.money import parse_amount
 from env.scenario import Scenario, reveal_truth
-from env.splits import split_assignment, split_seeds
-from env.world import freeze
 from tests.env.fault_support import LEVELS, Tools, check_reference
 
 LABEL = "timezone_period_boundary"

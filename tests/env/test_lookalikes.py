@@ -9,10 +9,10 @@ import json
 import re
 from collections import Counter
 
-from env.generator import generate
+from env.generation.generator import generate
+from env.generation.splits import spec
 from env.ledger_env import open_database
 from env.scenario import reveal_truth
-from env.splits import spec
 
 SEEDS = range(spec("train").first_seed, spec("train").first_seed + 300)
 

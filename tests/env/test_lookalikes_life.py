@@ -23,10 +23,10 @@ from checks.probe_comparisons import (
     trial_end_vs_proration_start,
 )
 from checks.probe_ledger import Ledger, ledger_of
-from env.generator import generate
+from env.generation.generator import generate
+from env.generation.splits import spec
 from env.ledger_env import LedgerEnv, open_database
 from env.scenario import Scenario, reveal_truth
-from env.splits import spec
 from tests.env.conftest import ok
 
 SEEDS = range(spec("train").first_seed, spec("train").first_seed + 400)

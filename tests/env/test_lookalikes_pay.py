@@ -1,5 +1,5 @@
-"""The payment and fx look-alikes (`env.lookalikes_pay`, design §1.2): a second charge that an
-earlier credit note made good occurs at L2/L3 in several classes, billed correctly and owed
+"""The payment and fx look-alikes (`env.generation.lookalikes_pay`, design §1.2): a second charge
+that an earlier credit note made good occurs at L2/L3 in several classes, billed correctly and owed
 nothing, told apart from a duplicate by the invoice's `amount_credited`; at L2/L3 no invoice
 converts at a rate the table does not hold for its recorded date, nor counts included units
 other than its plan's (those decisive comparisons stay at L1)."""
@@ -11,11 +11,11 @@ import sqlite3
 from collections import Counter
 
 from checks.invariants import world_problems
-from env.generator import generate
+from env.engine.money import format_cents, parse_amount
+from env.generation.generator import generate
+from env.generation.splits import spec
 from env.ledger_env import open_database
-from env.money import format_cents, parse_amount
 from env.scenario import Scenario, reveal_truth
-from env.splits import spec
 from tests.env.fault_support import Tools, all_levels
 
 SEEDS = range(spec("train").first_seed, spec("train").first_seed + 300)

@@ -1,5 +1,5 @@
-"""The plan and seat look-alikes (`env.lookalikes_plans`, issue 19): each occurs at L2/L3 in
-several classes, its invoice is billed correctly (recompute difference 0.00, no overcharge in
+"""The plan and seat look-alikes (`env.generation.lookalikes_plans`, issue 19): each occurs at L2/L3
+in several classes, its invoice is billed correctly (recompute difference 0.00, no overcharge in
 the truth), the separating record is visible through the tools, and the fault differs.
 """
 
@@ -18,10 +18,10 @@ from checks.probe_comparisons import (
     seats_vs_timeline,
 )
 from checks.probe_ledger import ledger_of
-from env.generator import generate
+from env.generation.generator import generate
+from env.generation.splits import spec
 from env.ledger_env import LedgerEnv, open_database
 from env.scenario import Scenario, reveal_truth
-from env.splits import spec
 from tests.env.conftest import ok
 
 SEEDS = range(spec("train").first_seed, spec("train").first_seed + 400)

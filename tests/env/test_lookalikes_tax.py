@@ -1,5 +1,5 @@
-"""Tax look-alikes (`env.lookalikes_tax`, design §1.2): a customer who moved jurisdiction and a
-certificate issued for another jurisdiction fire the same comparisons as `wrong_tax_rate` and
+"""Tax look-alikes (`env.generation.lookalikes_tax`, design §1.2): a customer who moved jurisdiction
+and a certificate issued for another jurisdiction fire the same comparisons as `wrong_tax_rate` and
 `tax_exempt_charged` at L2/L3 in several classes, are billed correctly, and `get_customer`
 shows the record that separates them; the invariants flag the worlds the rules forbid.
 """
@@ -12,13 +12,13 @@ from collections import Counter
 from functools import cache
 
 from checks.invariants import world_problems
-from env import lookalikes_tax
-from env.builder import data
-from env.calendar import utc_to_local_date
-from env.generator import generate
+from env.engine.calendar import utc_to_local_date
+from env.generation import lookalikes_tax
+from env.generation.builder import data
+from env.generation.generator import generate
+from env.generation.splits import spec
 from env.ledger_env import LedgerEnv, open_database
 from env.scenario import Scenario, reveal_truth
-from env.splits import spec
 from tests.env.conftest import ok
 
 SEEDS = range(spec("train").first_seed, spec("train").first_seed + 400)

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from env.calendar import utc_to_local_date
-from env.generator import generate
+from env.engine.calendar import utc_to_local_date
+from env.generation.generator import generate
+from env.generation.splits import spec
 from env.ledger_env import LedgerEnv
 from env.scenario import Scenario, reveal_truth
-from env.splits import spec
 from tests.env.conftest import ok
 
 SEEDS = range(spec("train").first_seed, spec("train").first_seed + 500)

@@ -1,7 +1,7 @@
-"""The value look-alikes (`env.lookalikes_values`, issue 19): the recorded inputs a fault leaves
-are values the correct world also produces. Seat cuts and high fx days occur at L2/L3 in several
-classes, their invoices are billed correctly (recompute difference 0.00, no overcharge in the
-truth), and the faults' wrong values stay inside the same ranges.
+"""The value look-alikes (`env.generation.lookalikes_values`, issue 19): the recorded inputs a fault
+leaves are values the correct world also produces. Seat cuts and high fx days occur at L2/L3 in
+several classes, their invoices are billed correctly (recompute difference 0.00, no overcharge in
+the truth), and the faults' wrong values stay inside the same ranges.
 """
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ from collections import Counter
 from fractions import Fraction
 from functools import cache
 
-from env.builder import data
-from env.calendar import fx_day, utc_to_local_date
-from env.generator import generate
+from env.engine.calendar import fx_day, utc_to_local_date
+from env.engine.money import parse_rate
+from env.generation.builder import data
+from env.generation.generator import generate
+from env.generation.lookalikes_pay import fx_band_top
+from env.generation.splits import spec
 from env.ledger_env import LedgerEnv, open_database
-from env.lookalikes_pay import fx_band_top
-from env.money import parse_rate
 from env.scenario import Scenario, reveal_truth
-from env.splits import spec
 from tests.env.conftest import ok
 
 SEAT_EVENTS = "SELECT subscription_id, details FROM subscription_events WHERE type='seats_changed'"

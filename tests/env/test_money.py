@@ -1,4 +1,4 @@
-"""Tests for env/money.py: cents <-> two-decimal strings, half-up rounding, exact rates."""
+"""Tests for env/engine/money.py: cents <-> two-decimal strings, half-up rounding, exact rates."""
 
 from __future__ import annotations
 
@@ -7,7 +7,14 @@ from fractions import Fraction
 
 import pytest
 
-from env.money import BadAmount, format_cents, format_rate, parse_amount, parse_rate, round_half_up
+from env.engine.money import (
+    BadAmount,
+    format_cents,
+    format_rate,
+    parse_amount,
+    parse_rate,
+    round_half_up,
+)
 
 
 @pytest.mark.parametrize(

@@ -12,11 +12,11 @@ import sqlite3
 import pytest
 
 from checks.timeline import timeline_problems
-from env.calendar import utc_to_local_date
-from env.generator import generate
+from env.engine.calendar import utc_to_local_date
+from env.generation.generator import generate
+from env.generation.splits import spec
 from env.ledger_env import open_database
 from env.scenario import reveal_truth
-from env.splits import spec
 
 
 @pytest.fixture
@@ -155,7 +155,7 @@ def test_a_plan_change_withdrawn_that_was_never_scheduled_is_flagged(
 
 def test_generated_lookalikes_have_possible_timelines() -> None:
     """Withdrawn scheduled changes, backdated changes and seat changes for a later period
-    (`env.lookalikes_plans`) pass, and some of them occur in these worlds."""
+    (`env.generation.lookalikes_plans`) pass, and some of them occur in these worlds."""
     seen = set()
     for seed in range(spec("train").first_seed, spec("train").first_seed + 120):
         scenario = generate("train", seed)

@@ -14,10 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from checks.validate import invariant_problems
-from env.billing import BillingInputs, CouponTerms, PlanTerms, compute_invoice
-from env.generator import generate
-from env.records import inputs_from_json, inputs_to_json
-from env.splits import spec
+from env.engine.billing import BillingInputs, CouponTerms, PlanTerms, compute_invoice
+from env.engine.records import inputs_from_json, inputs_to_json
+from env.generation.generator import generate
+from env.generation.splits import spec
 
 TEAM = PlanTerms("PLN-TEAM", "Team", 1200, per_seat=True)
 BUSINESS = PlanTerms("PLN-BUSINESS", "Business", 3100, per_seat=True)

@@ -173,7 +173,7 @@ BAD_CHEATS = (
 def _bad_program(scenario):  # type: ignore[no-untyped-def]
     """A deliberately bad policy: a different reward-hacking cheat per scenario."""
     from checks.hacks.cheats import CHEATS
-    from env.splits import split_seeds
+    from env.generation.splits import split_seeds
 
     cheats = {cheat.name: cheat for cheat in CHEATS}
     position = split_seeds("eval", LIMIT).index(scenario.seed)
@@ -191,8 +191,8 @@ def _eval_run(model: str, directory: Path) -> Path:
 
 def _bad_run(directory: Path) -> Path:
     """The bad policy through `eval.run.evaluate` (the eval/run.py command runs no cheats)."""
-    from env.generator import generate
-    from env.splits import split_seeds
+    from env.generation.generator import generate
+    from env.generation.splits import split_seeds
     from eval.run import evaluate
 
     policy = ProgramPolicy("bad-cheats", _bad_program)

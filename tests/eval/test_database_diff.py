@@ -11,10 +11,10 @@ import json
 
 import pytest
 
-from env.generator import generate
+from env.generation.generator import generate
+from env.generation.splits import split_seeds
 from env.ledger_env import LedgerEnv, open_database
 from env.scenario import Scenario, reveal_truth
-from env.splits import split_seeds
 from eval import database_diff
 from eval.database_diff import diff_databases
 

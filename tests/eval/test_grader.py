@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
+from env.engine.money import format_cents
 from env.episode import EpisodeRecord, record_episode
-from env.generator import generate
+from env.generation.generator import generate
+from env.generation.splits import split_seeds
 from env.ledger_env import LedgerEnv, open_database
-from env.money import format_cents
 from env.scenario import Scenario, reveal_truth
-from env.splits import split_seeds
 from eval.grader import grade_episode
 
 Call = tuple[str, dict[str, Any]]

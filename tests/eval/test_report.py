@@ -252,7 +252,7 @@ def test_grounded_success_gets_its_own_paired_comparison_when_both_runs_have_it(
 
 
 def test_an_old_line_gets_its_complaint_only_from_the_same_generator(tmp_path):
-    from env.generator import generate
+    from env.generation.generator import generate
     from env.versions import generator_hash
     from eval.report.viewer_data import complaint
 

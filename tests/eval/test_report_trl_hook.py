@@ -11,7 +11,7 @@ import json
 from agent.program_policy import ProgramPolicy, reference_policy
 from agent.rollout import RolloutConfig
 from checks.hacks.cheats import CHEATS
-from env.generator import generate
+from env.generation.generator import generate
 from eval.episode_log import read_episodes
 from training.trl.report import EVAL_AFTER, EVAL_BEFORE, evaluate, write_run_report
 

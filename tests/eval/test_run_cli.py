@@ -22,9 +22,9 @@ from typing import Any
 import pytest
 
 import ledgergym
-from env.generator import generate
+from env.generation.generator import generate
+from env.generation.splits import split_seeds
 from env.scenario import reveal_truth
-from env.splits import split_seeds
 from eval.episode_log import RunLock, check_run_config
 from tests.support.scripted_server import ScriptedOpenAIServer, text_turn, tool_call_turn
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from env.generator import generate
-from env.splits import split_seeds
+from env.generation.generator import generate
+from env.generation.splits import split_seeds
 from experiments.reward_lab.__main__ import main
 from experiments.reward_lab.episodes import RewardSpec
 from experiments.reward_lab.moves import catalogue

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from env.episode import drafted_credits
-from env.generator import generate
+from env.generation.generator import generate
+from env.generation.splits import split_seeds
 from env.ledger_env import LedgerEnv
-from env.splits import split_seeds
 from env.tools import TOOL_NAMES
 from experiments.reward_lab.desk import Desk
 from experiments.reward_lab.moves import Move, available, catalogue, play_move

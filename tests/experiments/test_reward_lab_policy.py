@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from env.generator import generate
+from env.generation.generator import generate
+from env.generation.splits import split_seeds
 from env.scenario import reveal_truth
-from env.splits import split_seeds
 from experiments.reward_lab import softmax_policy as policy_module
 from experiments.reward_lab.desk import TruthSealed, sealed
 from experiments.reward_lab.episodes import RewardSpec, play, policy_chooser

@@ -17,12 +17,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from env.engine.money import format_cents
 from env.episode import EpisodeRecord, record_episode
-from env.generator import generate
+from env.generation.generator import generate
+from env.generation.splits import split_seeds
 from env.ledger_env import LedgerEnv, ToolRecord
-from env.money import format_cents
 from env.scenario import Scenario, reveal_truth
-from env.splits import split_seeds
 from eval.grader import grade_episode
 from rewards.reward import RewardConfig, compute_reward
 from tests.rewards.test_numbers_properties import amount_notation, verdicts

@@ -2,7 +2,7 @@
 on real eval scenarios played through `LedgerEnv`, as the reward and the grader see them.
 
 The disputed invoices are the scenario's private truth (`Truth.disputed_invoices`, computed by
-`env.complaints.disputed_invoices` at generation); the episodes here read them, or not.
+`env.generation.complaints.disputed_invoices` at generation); the episodes here read them, or not.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 
 from env.episode import EpisodeRecord, record_episode
-from env.generator import generate
+from env.generation.generator import generate
+from env.generation.splits import split_seeds
 from env.ledger_env import LedgerEnv
 from env.scenario import Scenario, reveal_truth
-from env.splits import split_seeds
 from eval.grader import grade_episode
 from rewards.reward import RewardConfig, compute_reward
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 
 from env.episode import record_episode
-from env.generator import generate
+from env.generation.generator import generate
+from env.generation.splits import split_seeds
 from env.ledger_env import LedgerEnv, ToolRecord
 from env.scenario import reveal_truth
-from env.splits import split_seeds
 from rewards import output_index
 from rewards.evidence import split_log
 from rewards.output_index import evidence_by_call

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from env.engine.money import format_cents
 from env.findings import Findings
-from env.money import format_cents
 from rewards.provenance import check_provenance, extract_cited
 
 

@@ -17,13 +17,13 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from env.engine.money import format_cents, parse_amount
 from env.episode import record_episode
-from env.generator import generate
+from env.generation.generator import generate
+from env.generation.splits import split_assignment, split_seeds
 from env.labels import ROOT_CAUSES
 from env.ledger_env import LedgerEnv
-from env.money import format_cents, parse_amount
 from env.scenario import Scenario, reveal_truth
-from env.splits import split_assignment, split_seeds
 from rewards.reward import RewardBreakdown, RewardConfig, compute_reward
 
 

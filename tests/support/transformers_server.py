@@ -39,9 +39,9 @@ def free_port() -> int:
 
 def env_corpus(scenarios: int = 3) -> list[str]:
     """LedgerGym prompts and tool schemas: the tiny tokenizer then keeps prompts short."""
-    from env.generator import generate
+    from env.generation.generator import generate
+    from env.generation.splits import split_seeds
     from env.ledger_env import LedgerEnv
-    from env.splits import split_seeds
 
     lines: list[str] = []
     for seed in split_seeds("train", scenarios):

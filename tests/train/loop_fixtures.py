@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from env.generator import generate
+from env.generation.generator import generate
 from env.scenario import Scenario, reveal_truth
 from tests.support.scripted_server import ScriptedOpenAIServer, text_turn, tool_call_turn
 from tests.train.backend_double import FakeBackendForTests

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from env.splits import split_assignment
+from env.generation.splits import split_assignment
 from training.data_order import DataPlanError, cold_start_seeds, curriculum_seeds, plan_data
 from training.filter import FilterFile, FilterHeader, ScenarioRate
 from training.runs import RunConfig

@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 import json
 
-from env.generator import generate
-from env.splits import split_seeds
+from env.generation.generator import generate
+from env.generation.splits import split_seeds
 from eval.compare import main as compare
 from tests.support.scripted_server import ScriptedOpenAIServer
 from tests.train.loop_fixtures import ReferenceOrQuit, fake_backend, small_run

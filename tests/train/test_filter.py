@@ -8,9 +8,9 @@ import threading
 from collections import Counter
 from typing import Any
 
-from env.generator import generate
+from env.generation.generator import generate
+from env.generation.splits import split_seeds
 from env.scenario import reveal_truth
-from env.splits import split_seeds
 from eval.episode_log import read_episodes
 from eval.summary import load_summary
 from tests.support.scripted_server import ScriptedOpenAIServer, text_turn, tool_call_turn

@@ -10,7 +10,7 @@ from openai.types.chat.chat_completion import Choice
 
 from agent.program_policy import reference_policy
 from agent.rollout import run_episode
-from env.generator import generate
+from env.generation.generator import generate
 from env.scenario import reveal_truth
 from training.art.trajectories import rollout, to_art_trajectory
 

@@ -18,10 +18,10 @@ pytest.importorskip("trl")
 pytest.importorskip("peft")
 
 from agent.tiny_model import build_tiny_model
-from env.generator import generate
+from env.generation.generator import generate
+from env.generation.splits import split_seeds
 from env.ledger_env import LedgerEnv
 from env.scenario import Scenario, ToolCall, Truth, reveal_truth
-from env.splits import split_seeds
 from env.tools import TOOL_NAMES, BillingTools
 from rewards.reward import RewardConfig
 from training.data_order import curriculum_seeds

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent.registry import api_key, build_policy, check_reachable, resolve_model
 from agent.rollout import RolloutConfig, RolloutResult
-from env.generator import generate
+from env.generation.generator import generate
 from eval.grader import EpisodeGrade
 from eval.jobs import Job
 from eval.run import evaluate

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from env.cli import EXIT_INCOMPLETE, EXIT_USER_ERROR, Parser, UsageError
-from env.splits import SPLITS, split_seeds
+from env.generation.splits import SPLITS, split_seeds
 from training.runs import RunConfig, RunConfigError, load_run_config
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ async def evaluate_checkpoint(
     force: bool = False,
 ) -> EvalRun:
     """The newest checkpoint through `eval.run.evaluate`; the result says what is incomplete."""
-    from env.generator import generate
+    from env.generation.generator import generate
     from eval.run import evaluate
     from training.art import run_state
     from training.art.backends import build_model, server_config

@@ -25,7 +25,7 @@ from art.preprocessing.tokenize import tokenize_trajectory_groups
 from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolParam
 from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
-from env.generator import generate
+from env.generation.generator import generate
 from training.art import run_state
 from training.art.backends import (
     build_model,

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from agent.rollout import RolloutConfig
-from env.generator import generate
+from env.generation.generator import generate
 from env.scenario import Scenario
 from training.art import run_state
 from training.art.backends import build_model, server_config, train_kwargs

@@ -13,7 +13,7 @@ import json
 import statistics
 from dataclasses import dataclass
 
-from env.generator import generate
+from env.generation.generator import generate
 from env.ledger_env import LedgerEnv
 from env.scenario import reveal_truth
 from training.art import run_state

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any, cast
 
 from agent.policy import Policy, PolicyError, PolicyReply, ServerUnreachable
 from agent.rollout import RolloutConfig, RolloutResult
-from env.generator import generate
+from env.generation.generator import generate
+from env.generation.splits import split_seeds
 from env.scenario import Scenario
-from env.splits import split_seeds
 from eval.episode_log import EPISODES, read_episodes
 from eval.grader import EpisodeGrade
 from eval.jobs import Job

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from env.episode import record_episode
-from env.generator import generate
+from env.generation.generator import generate
 from env.ledger_env import LedgerEnv, system_prompt
 from env.scenario import Scenario, ToolCall, reveal_truth
 from env.tools import READ_TOOLS

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, get_type_hints
 
 from env.episode import record_episode
-from env.generator import generate
+from env.generation.generator import generate
 from env.ledger_env import DEFAULT_TOOL_BUDGET, LedgerEnv
 from env.scenario import Scenario, reveal_truth
 from env.tools import TOOL_NAMES, BillingTools

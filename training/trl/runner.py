@@ -25,7 +25,7 @@ from typing import Any, cast
 from agent.rollout import RolloutConfig
 from agent.tiny_model import resolve_base_model
 from env.cli import Parser, run_command
-from env.generator import generate
+from env.generation.generator import generate
 from env.scenario import Scenario
 from training.data_order import curriculum_seeds
 from training.runs import RunConfig, RunConfigError, TrlSection, load_run_config

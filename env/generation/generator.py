@@ -1,0 +1,186 @@
+"""The scenario generator: (split, seed) -> Scenario, a pure function.
+
+The split decides the label, difficulty and name pool (`env.generation.splits`); the label's builder
+makes the world and the fault; this module adds decoys, computes the truth with the billing
+engine, writes the reference solution and the complaint, and freezes the database.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from datetime import UTC, date, datetime, timedelta
+from functools import lru_cache
+
+from env.engine.calendar import days, local_to_utc, utc_stamp, utc_to_local_date
+from env.engine.money import format_cents
+from env.generation.background_pending import pending_changes
+from env.generation.builder import WorldBuilder
+from env.generation.complaints import render_complaint
+from env.generation.decoys import add_decoys
+from env.generation.faults import builder_for
+from env.generation.faults.base import FaultOutcome, call
+from env.generation.splits import split_assignment
+from env.generation.story import Story
+from env.generation.world import freeze
+from env.scenario import Scenario, ToolCall, Truth
+
+GENERATOR_VERSION = "billsleuth-gen-4"
+
+
+def scenario_rng(split: str, seed: int) -> random.Random:
+    digest = hashlib.sha256(f"{GENERATOR_VERSION}:{split}:{seed}".encode()).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))
+
+
+@lru_cache(maxsize=4096)
+def generate(split: str, seed: int) -> Scenario:
+    assignment = split_assignment(split, seed)
+    rng = scenario_rng(split, seed)
+    builder = WorldBuilder(
+        rng,
+        name_pool=assignment.name_pool,
+        difficulty=assignment.difficulty,
+        label=assignment.label,
+    )
+    outcome = builder_for(assignment.label)(builder)
+    add_decoys(builder, outcome)
+    for story in builder.stories:  # periods start on the anchor day (after a trial too)
+        story.sub.anchor_day = story.anchor.day
+        story.sub.events.sort(key=lambda e: e.occurred_at)  # a trial extended after the fact
+    draft = builder.draft
+    assert draft is not None
+    opened_at = open_dispute(builder)
+    overcharges = draft.overcharges()
+    _check_outcome(outcome, overcharges)
+    complaint, claimed, traps, disputed = render_complaint(builder, outcome, overcharges)
+    dispute_id = builder.new_id("DSP")
+    draft.dispute = (dispute_id, opened_at, complaint)
+    truth = Truth(
+        label=outcome.label,
+        overcharges=dict(overcharges),
+        expected_credits=dict(overcharges),
+        reference=reference_solution(builder, outcome, overcharges, disputed),
+        explanation=outcome.summary,
+        traps=tuple(outcome.traps + traps),
+        claimed_amounts=claimed,
+        disputed_invoices=disputed,
+    )
+    return Scenario(
+        scenario_id=f"{split}-{seed}",
+        split=split,
+        seed=seed,
+        difficulty=assignment.difficulty,
+        customer_id=builder.customer.id,
+        complaint=complaint,
+        opened_at=opened_at,
+        database=freeze(draft),
+        _truth=truth,
+    )
+
+
+def open_dispute(b: WorldBuilder) -> str:
+    """When the customer writes: two to twelve days after the last invoice, after every
+    recorded moment and after any canceled subscription's end. Active subscriptions are first
+    billed up to that day (design §1.1: an active subscription invoices every period up to the
+    dispute)."""
+    draft = b.draft
+    assert draft is not None
+    tz = b.customer.timezone
+    last_issue = max(inv.issued_at for inv in draft.invoices)
+    opened_day = utc_to_local_date(last_issue, tz) + days(b.rng.randint(2, 12))
+    ended = [s.cancel_effective for s in b.stories if s.sub.status == "canceled"]
+    if any(ended):  # a subscription that reads canceled has ended before the customer writes
+        opened_day = max(opened_day, max(d for d in ended if d) + days(b.rng.randint(1, 10)))
+    opened_at = local_to_utc(opened_day, b.work_time(), tz)
+    while True:  # a late payment can push the dispute past another period start: bill it too
+        for story in b.stories:
+            _bill_until(b, story, utc_to_local_date(opened_at, tz))
+        stamps = [inv.issued_at for inv in draft.invoices] + [p.paid_at for p in draft.payments]
+        stamps += [e.occurred_at for sub in draft.subscriptions for e in sub.events]
+        stamps += [n.created_at for n in draft.credit_notes]
+        latest = max(stamps)
+        if opened_at > latest:
+            break
+        opened_at = utc_stamp(_moment(latest) + timedelta(minutes=b.rng.randint(30, 600)))
+    for story in b.stories:  # recent changes the next invoice will carry, in every class
+        pending_changes(b, story, opened_at)
+        if story.sub.status == "active" and story.cancel_effective is None:
+            b.record_usage_to_date(story, utc_to_local_date(opened_at, tz))
+    b.customer.created_at = min(b.customer.created_at, *(s.sub.started_at for s in b.stories))
+    return opened_at
+
+
+def _bill_until(b: WorldBuilder, story: Story, day: date) -> None:
+    """Bills an active subscription's periods that start on or before `day`."""
+    if story.sub.status != "active" or story.cancel_effective is not None:
+        return
+    assert b.draft is not None
+    billed = {i.billed.period_start for i in b.draft.invoices if i.subscription_id == story.sub.id}
+    while story.period(story.periods)[0] <= day:
+        story.periods += 1
+        k = story.periods - 1
+        if story.plan_at(story.period(k)[0]).overage_unit_price_cents:
+            b.record_usage(story, k - 1)
+        if story.period(k)[0] not in billed:
+            b.bill_period(story, k)
+    b.settle_subscription_row(story)
+
+
+def _moment(stamp: str) -> datetime:
+    return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+
+
+def _check_outcome(outcome: FaultOutcome, overcharges: dict[str, int]) -> None:
+    """A builder bug must fail loudly at generation, never yield a scenario with a wrong truth."""
+    if outcome.label == "no_error":
+        if overcharges:
+            raise AssertionError(f"no_error scenario has overcharges {overcharges}")
+        return
+    if not overcharges or any(cents <= 0 for cents in overcharges.values()):
+        raise AssertionError(f"{outcome.label}: overcharges must be positive, got {overcharges}")
+
+
+def reference_solution(
+    b: WorldBuilder,
+    outcome: FaultOutcome,
+    overcharges: dict[str, int],
+    disputed: tuple[str, ...] = (),
+) -> tuple[ToolCall, ...]:
+    """What a careful agent does: look, verify, credit each overcharge exactly, report. A
+    `no_error` verdict also reads what the complaint disputes (rewards/README.md G11)."""
+    customer = b.customer.id
+    calls = [
+        call("get_customer", customer_id=customer),
+        call("list_invoices", customer_id=customer),
+    ]
+    read = [invoice.id for invoice in outcome.focus]
+    if outcome.label == "no_error" and disputed and not set(read) & set(disputed):
+        read.append(disputed[0])
+    for invoice_id in read:
+        calls.append(call("get_invoice", invoice_id=invoice_id))
+    calls.append(call("get_subscription_timeline", subscription_id=outcome.story.sub.id))
+    calls.extend(outcome.evidence)
+    reason = f"Verified {outcome.label.replace('_', ' ')}"
+    for invoice_id, cents in overcharges.items():
+        calls.append(
+            call(
+                "draft_credit_note",
+                invoice_id=invoice_id,
+                amount=format_cents(cents),
+                reason=reason,
+            )
+        )
+    affected = [
+        {"invoice_id": invoice_id, "overcharge_amount": format_cents(cents)}
+        for invoice_id, cents in overcharges.items()
+    ]
+    calls.append(
+        call(
+            "submit_findings",
+            root_cause=outcome.label,
+            affected_invoices=affected,
+            summary=outcome.summary,
+        )
+    )
+    return tuple(calls)

@@ -1,0 +1,70 @@
+"""Payment and fx look-alikes (world v4, design §1.2): legitimate causes of the signals that
+`duplicate_payment` and `currency_conversion_error` leave, drawn in every class.
+
+- A second charge that support already made good with a credit note (not a refund row): the
+  payments net of refunds exceed the invoice total, exactly as for a duplicate, but the
+  invoice's `amount_credited` (`get_invoice`) and the credit note show it was returned. The
+  world's truth (`WorldDraft.overcharges`) nets earlier credits, so nothing is owed.
+- An fx rate high in the table's usual band (`fx_high_rate`): the fault's near miss and its
+  wrong rates stay inside the band every class's rates come from, so a high recorded rate
+  gives no class away.
+
+Both are drawn independently of the label, from `b.rng` in a fixed order.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from env.generation.builder import FX_BAND_BP, WorldBuilder
+from env.generation.changes import earlier_credit
+from env.generation.world import Invoice, Payment
+
+CREDITED_SECOND_CHARGE_RATE = 0.35  # of L2/L3 scenarios: a second charge returned as a credit
+PARTIAL_SHARE = 0.5  # of those, a second charge for part of the total (the fault's partial form)
+FX_BAND = Fraction(FX_BAND_BP, 10000)  # `WorldBuilder.fx_on` draws rates within it
+
+
+def credited_second_charge(b: WorldBuilder, safe: list[Invoice]) -> Invoice | None:
+    """A second succeeded charge on a correctly billed invoice, returned days later by a credit
+    note for exactly that charge (support's reasons, shared with the goodwill credits): net
+    payments exceed the total, the credit note balances them. Returns the invoice, if any."""
+    assert b.draft is not None
+    if b.difficulty == "L1" or b.rng.random() >= CREDITED_SECOND_CHARGE_RATE:
+        return None
+    draft = b.draft
+    plain = [
+        inv
+        for inv in safe
+        if not any(p.invoice_id == inv.id and p.status == "refunded" for p in draft.payments)
+    ]
+    if not plain:
+        return None
+    invoice = b.pick(plain)
+    last = _last_succeeded(b, invoice)
+    again = b.pay(invoice, after=last.paid_at, status="succeeded")
+    assert again is not None
+    if b.rng.random() < 0.5:
+        again.method = last.method
+    if b.rng.random() < PARTIAL_SHARE:  # a retried capture for part of the total
+        again.amount_cents = again.amount_cents * b.rng.randint(25, 90) // 100
+    earlier_credit(b, invoice, again.amount_cents, again.paid_at)
+    return invoice
+
+
+def _last_succeeded(b: WorldBuilder, invoice: Invoice) -> Payment:
+    assert b.draft is not None
+    return [p for p in b.draft.payments if p.invoice_id == invoice.id and p.status == "succeeded"][
+        -1
+    ]
+
+
+def fx_high_rate(b: WorldBuilder, base: Fraction) -> Fraction:
+    """A real rate at the top of the usual band (3-4 % above the base): unusually high for the
+    customer, but a rate every class's table may hold (`WorldBuilder.fx_on`)."""
+    return base * (1 + Fraction(b.rng.randint(300, 400), 10000))
+
+
+def fx_band_top(base: Fraction) -> Fraction:
+    """The highest rate the table's usual band holds for a currency with this base."""
+    return base * (1 + FX_BAND)
