@@ -173,11 +173,19 @@ async def run_episode(
         record = record_episode(env)
     finally:
         env.close()
-    reward = compute_reward(reveal_truth(scenario), record, config.reward)
+    reward = score_record(scenario, record, config.reward)
     trajectory.reward = reward.total
     trajectory.metrics.update(_metrics(reward, record, stats))
     wall = time.perf_counter() - started
     return RolloutResult(trajectory, record, reward, stats, wall, messages)
+
+
+def score_record(
+    scenario: Scenario, record: EpisodeRecord, reward: RewardConfig | None = None
+) -> RewardBreakdown:
+    """The training reward of a finished episode: what the rollout gives it, and what
+    `eval.regrade` gives a stored one (eval reaches the reward only through here)."""
+    return compute_reward(reveal_truth(scenario), record, reward or RewardConfig())
 
 
 def _metrics(

@@ -135,13 +135,14 @@ async def serve_http(server: Server[Any], sessions: EpisodeSessions, port: int) 
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", port))
+    listener.listen(2048)  # before the banner: a client that read it can connect at once
     url = f"http://127.0.0.1:{listener.getsockname()[1]}/mcp"
     print(f"serving {sessions.scenario.scenario_id} at {url}", file=sys.stderr, flush=True)
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     await uvicorn.Server(config).serve(sockets=[listener])
 
 
-def _port(text: str) -> int:
+def port_number(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
@@ -157,7 +158,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--tool-budget", type=positive_int, default=DEFAULT_TOOL_BUDGET)
     # transport
     parser.add_argument("--http", action="store_true", help="streamable HTTP, not stdio")
-    parser.add_argument("--port", type=_port, help="with --http (default 8765; 0 picks a free one)")
+    parser.add_argument(
+        "--port", type=port_number, help="with --http (default 8765; 0 picks a free one)"
+    )
     return parser
 
 

@@ -16,6 +16,8 @@ from env.scenario import Scenario, reveal_truth
 from eval.grader import EpisodeGrade, grade_episode
 from rewards.reward import RewardBreakdown, RewardConfig, Variant, compute_reward
 
+VARIANTS: tuple[Variant, ...] = ("shaped", "binary")
+
 
 @dataclass(frozen=True)
 class EpisodeVerdict:
@@ -30,6 +32,16 @@ def judge_episode(
     truth = reveal_truth(scenario)
     reward = compute_reward(truth, record, RewardConfig(variant=variant))
     return EpisodeVerdict(reward, grade_episode(truth, record, scenario.database))
+
+
+def judge_variants(
+    scenario: Scenario, record: EpisodeRecord
+) -> tuple[EpisodeGrade, dict[Variant, RewardBreakdown]]:
+    """The grade once and the reward in both variants (default weights), for doors that
+    report both."""
+    truth = reveal_truth(scenario)
+    rewards = {v: compute_reward(truth, record, RewardConfig(variant=v)) for v in VARIANTS}
+    return grade_episode(truth, record, scenario.database), rewards
 
 
 def verdict_metrics(verdict: EpisodeVerdict) -> dict[str, float]:

@@ -85,7 +85,7 @@ def _plain(value: float | None) -> str:
 
 def _warnings(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
     notes = []
-    for key in ("split", "tool_contract", "generator"):
+    for key in ("split", "ledgergym_version", "tool_contract", "generator"):
         left, right = a["stamp"].get(key), b["stamp"].get(key)
         if left != right:
             notes.append(f"Note: the runs differ in {key}: {left} vs {right}.")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 from dataclasses import asdict
@@ -74,6 +75,9 @@ class EpisodeLine(BaseModel):
     transcript: list[dict[str, Any]] | None = None
     transcript_truncated: bool = False
     reply_digest: str | None = Field(None, description="fingerprint of the model's turns")
+    tool_log: list[dict[str, Any]] | None = Field(
+        None, description="every tool call as LedgerEnv logged it: name, arguments, result hash"
+    )
 
     @property
     def key(self) -> tuple[str, int]:
@@ -125,6 +129,15 @@ def _episode_fields(result: RolloutResult, keep_transcript: bool) -> dict[str, A
         "transcript": entries,
         "transcript_truncated": cut,
         "reply_digest": reply_digest(result.messages),
+        "tool_log": [
+            {
+                "name": call.name,
+                "arguments": call.arguments,
+                "result_sha256": hashlib.sha256(call.result.encode("utf-8")).hexdigest(),
+                "is_error": call.is_error,
+            }
+            for call in record.tool_log
+        ],
     }
 
 

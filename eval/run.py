@@ -70,6 +70,7 @@ from eval.episode_log import (  # noqa: E402
 )
 from eval.jobs import DEFAULT_RETRY_BUDGET_S, EpisodeHook, Job, Screen, run_jobs  # noqa: E402
 from eval.summary import SUMMARY_MD, identical_samples_note, summarize, write_summary  # noqa: E402
+from ledgergym import __version__  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 __all__ = ["EvalRun", "RunStopped", "evaluate", "git_commit", "main"]
@@ -179,6 +180,7 @@ def _summarize(
         return EvalRun(run_dir, None, planned, 0)
     stamp = {
         **config,
+        "ledgergym_version": __version__,
         "commit": git_commit(),
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
     }

@@ -217,7 +217,8 @@ def render_markdown(summary: dict[str, Any]) -> str:
         f"{summary['errors']} errors, "
         f"{summary['incomplete_scenarios']} scenarios with fewer than k samples. "
         f"{_planned_note(summary)}"
-        f"Commit {stamp.get('commit')}, tool contract {stamp.get('tool_contract')}, "
+        f"LedgerGym {stamp.get('ledgergym_version', '–')}, "
+        f"commit {stamp.get('commit')}, tool contract {stamp.get('tool_contract')}, "
         f"generator {stamp.get('generator')}, {stamp.get('date')}.",
         "",
         "| metric | value |",

@@ -1,9 +1,9 @@
 """Imports only point down the layers, and no modules import each other (design: style guide).
 
-Layers, lowest first: env < rewards < agent < eval < training < train.py; doors/ (other
-interfaces), checks/ (the CI gates) and experiments/ (research) sit above all and nothing else
-may import them; eval and rewards never
-import each other (the grader's verdict and the training reward stay independent; only
+Layers, lowest first: ledgergym (the version only) < env < rewards < agent < eval < training <
+train.py; doors/ (other interfaces), checks/ (the CI gates) and experiments/ (research) sit
+above all and nothing else may import them; eval and rewards never import each other (the
+grader's verdict and the training reward stay independent; only
 checks/agreement compares them). Every .py is parsed with `ast`, imports inside functions and
 under TYPE_CHECKING included, so a lazy import cannot hide an edge. Inside env/ the three rooms
 (env/README.md, "Layout") point down too: the billing engine imports no other env module, scenario
@@ -19,9 +19,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("env", "rewards", "agent", "eval", "training", "doors", "checks", "experiments")
+PACKAGES = ("ledgergym", "env", "rewards", "agent", "eval", "training")
+PACKAGES += ("doors", "checks", "experiments")
 TOP = ("doors", "checks", "experiments")
-RANK = {"env": 0, "rewards": 1, "agent": 2, "eval": 3, "training": 4, "train": 5}
+RANK = {"ledgergym": -1, "env": 0, "rewards": 1, "agent": 2, "eval": 3, "training": 4, "train": 5}
 RANK |= dict.fromkeys(TOP, 6)
 APART = {frozenset({"eval", "rewards"})}  # neither may import the other, whatever the order
 
@@ -210,6 +211,8 @@ def test_the_rules_catch_an_upward_import_an_apart_pair_and_a_cycle() -> None:
     assert breaks_layers(("training.runs", "checks.bench"))
     assert not breaks_layers(("checks.agreement", "rewards.reward"))
     assert not breaks_layers(("train", "training.runs"))
+    assert not breaks_layers(("env.versions", "ledgergym"))
+    assert breaks_layers(("ledgergym", "env.versions"))
     assert cycles([("a", "b"), ("b", "c"), ("c", "a"), ("c", "d")]) == [["a", "b", "c", "a"]]
 
 

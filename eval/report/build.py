@@ -31,6 +31,7 @@ from eval.report.reading import reading_list
 from eval.report.run_metrics import run_numbers
 from eval.report.viewer_data import viewer_payload
 from eval.stats import wilson_interval
+from ledgergym import __version__
 
 PAGE = "index.html"
 NUMBERS = "report.json"
@@ -123,6 +124,7 @@ def compute(
     ]
     report = {
         "generated_by": "python -m eval.report",
+        "ledgergym_version": __version__,
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "seed": seed,
         "gpu_price_per_hour": gpu_price,

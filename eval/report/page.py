@@ -309,7 +309,8 @@ def render_page(report: dict[str, Any], viewer: dict[str, Any], out: Path) -> st
     )
     runs = "".join(
         f"<li>{escape(run['name'])}: <code>{escape(run['path'])}</code>, split "
-        f"{escape(run['split'])}</li>"
+        f"{escape(run['split'])}, LedgerGym "
+        f"{escape(str(run['summary'].get('stamp', {}).get('ledgergym_version', '–')))}</li>"
         for run in report["runs"]
     )
     warnings = "".join(f"<p class='warning'>{escape(w)}</p>" for w in report["warnings"])
@@ -319,7 +320,9 @@ def render_page(report: dict[str, Any], viewer: dict[str, Any], out: Path) -> st
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
         "<title>LedgerGym training report</title>"
         f"<style>{css}</style></head><body>"
-        f"<header><h1>LedgerGym training report</h1><ul class='runs'>{runs}</ul>{warnings}"
+        f"<header><h1>LedgerGym training report</h1>"
+        f"<p>Built by LedgerGym {escape(str(report.get('ledgergym_version', '–')))}.</p>"
+        f"<ul class='runs'>{runs}</ul>{warnings}"
         f"<nav>{nav}</nav></header>{sections}"
         f"<script id='viewer-data' type='application/json'>{_script_json(viewer)}</script>"
         f"<script>{js}</script></body></html>"

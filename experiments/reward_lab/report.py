@@ -24,6 +24,7 @@ from experiments.reward_lab.experiments import (
     lambda_runs,
 )
 from experiments.reward_lab.reinforce import GroupTally
+from ledgergym import __version__
 
 ROOT = Path(__file__).resolve().parents[2]
 MASS_SHOWN = 0.02
@@ -45,6 +46,7 @@ def tree_state() -> dict[str, object]:
     for path in sorted((ROOT / "rewards").glob("*.py")):
         digest.update(path.name.encode() + path.read_bytes())
     return {
+        "ledgergym_version": __version__,
         "commit": git("rev-parse", "--short", "HEAD").strip() or "unknown",
         "uncommitted": [line[3:] for line in changed],
         "generator": generator_hash(),

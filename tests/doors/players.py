@@ -28,7 +28,7 @@ def eval_scenarios(limit: int | None = None) -> list[Scenario]:
     return [generate("eval", seed) for seed in split_seeds("eval", limit)]
 
 
-def _reference_without_credits(scenario: Scenario) -> Generator[ToolCall, str, None]:
+def uncredited_program(scenario: Scenario) -> Generator[ToolCall, str, None]:
     for step in reveal_truth(scenario).reference:
         if step.name != "draft_credit_note":
             yield step
@@ -36,7 +36,7 @@ def _reference_without_credits(scenario: Scenario) -> Generator[ToolCall, str, N
 
 def uncredited_policy() -> ProgramPolicy:
     """Investigates and reports like the reference, but never drafts the credit notes."""
-    return ProgramPolicy("uncredited", _reference_without_credits)
+    return ProgramPolicy("uncredited", uncredited_program)
 
 
 def reference_for_all(scenario: Scenario) -> ProgramPolicy:

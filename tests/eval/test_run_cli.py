@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+import ledgergym
 from env.generation.generator import generate
 from env.generation.splits import split_seeds
 from env.scenario import reveal_truth
@@ -118,6 +119,7 @@ def test_a_litellm_run_against_the_scripted_server_passes_every_episode(tmp_path
     )
     assert models == {"scripted"}
     assert summary(tmp_path)["stamp"]["tool_contract"] and "summary.md" in done.stdout
+    assert summary(tmp_path)["stamp"]["ledgergym_version"] == ledgergym.__version__
 
 
 @pytest.fixture(scope="module")

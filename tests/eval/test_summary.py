@@ -13,7 +13,8 @@ from eval.episode_log import EpisodeLine, EpisodeLog, read_episodes
 from eval.stats import wilson_interval
 from eval.summary import render_markdown, summarize, write_summary
 
-STAMP = {"model": "synthetic", "split": "eval", "commit": "abc", "date": "2026-01-01"}
+STAMP = {"model": "synthetic", "split": "eval", "ledgergym_version": "9.9.9"}
+STAMP |= {"commit": "abc", "date": "2026-01-01"}
 
 
 def line(scenario: str, sample: int, success: bool, **fields: Any) -> EpisodeLine:
@@ -107,7 +108,7 @@ def test_the_markdown_names_the_model_stamp_and_every_group(summary):
     text = render_markdown(summary)
 
     assert text.startswith("# synthetic on eval (k=2)")
-    assert "Commit abc" in text and "| pass^2 | 0.33 [" in text
+    assert "LedgerGym 9.9.9, commit abc" in text and "| pass^2 | 0.33 [" in text
     assert "| timezone_period_boundary | 1 |" in text and "| L3 | 1 |" in text
 
 

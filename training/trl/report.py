@@ -183,6 +183,7 @@ def _episode(line: EpisodeLine) -> dict[str, Any]:
 
 def _run_config(policy: Policy, scenarios: list[Scenario]) -> dict[str, Any]:
     from env.versions import generator_hash, tool_contract_hash
+    from ledgergym import __version__
 
     return {
         "model": policy.name,
@@ -190,6 +191,7 @@ def _run_config(policy: Policy, scenarios: list[Scenario]) -> dict[str, Any]:
         "split": scenarios[0].split if scenarios else None,
         "k": 1,
         "limit": len(scenarios),
+        "ledgergym_version": __version__,
         "tool_contract": tool_contract_hash(),
         "generator": generator_hash(),
     }
