@@ -37,6 +37,7 @@ from training.trl.data import (
     initial_prompt,
 )
 from training.trl.episode_env import LedgerTrlEnv, tool_format_reward, trl_tool_schemas
+from training.trl.outputs import RunChanged, claim_outputs, effective_run
 from training.trl.report import (
     EVAL_AFTER,
     EVAL_BEFORE,
@@ -336,17 +337,21 @@ def _main(argv: Sequence[str] | None) -> int:
     parser.add_argument("--run", default="cpu-smoke", help="run name in runs/ or a .toml path")
     parser.add_argument("--steps", type=int, default=None, help="GRPO steps (default: the run's)")
     parser.add_argument("--out", type=Path, default=None, help="default: outputs/<run name>/")
+    parser.add_argument("--force", action="store_true", help="keep another config's outputs aside")
     args = parser.parse_args(argv)
     run = load_run_config(args.run)
     if run.trainer != "trl":
         parser.error(f"run {run.name!r} has trainer {run.trainer!r}, not 'trl'")
     out = args.out or REPO / "outputs" / run.name
+    note = claim_outputs(effective_run(run, args.steps), out, force=args.force)
+    if note:
+        print(note)
     print(run_trl(run, out_dir=out, steps=args.steps).render())
     return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return run_command("python -m training.trl.runner", _main, argv, (RunConfigError,))
+    return run_command("python -m training.trl.runner", _main, argv, (RunConfigError, RunChanged))
 
 
 if __name__ == "__main__":
