@@ -161,10 +161,12 @@ def train_trl(run: RunConfig, args: argparse.Namespace) -> int:
         return fail(exc)
     if note:
         print(note)
+    from training.trl.report import headline
     from training.trl.runner import run_trl
 
     summary = run_trl(run, out_dir=out_dir, steps=args.max_steps)
     print(summary.render())
+    print("\n".join(headline(summary)))
     return 0
 
 
