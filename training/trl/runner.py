@@ -7,8 +7,10 @@ investigations (cut to fit the tiny model's context, `training.trl.data`) comes 
 GRPOTrainer drives `LedgerTrlEnv` through `environment_factory` with the LedgerGym reward and
 trains a LoRA adapter. The warm-started model and the trained adapter are both evaluated on a
 few `val` scenarios through the eval path (`eval.run.evaluate`). Writes
-metrics.jsonl, reward_curve.png, adapter/, summary.json, the eval runs eval-before/ and
-eval-after/ and their report (report/index.html, `python -m eval.report`) into `outputs/<run>/`.
+metrics.jsonl, train.log (every metric dict; the console shows a bar per phase and short lines,
+`training.trl.progress`), reward_curve.png, adapter/, summary.json, the eval runs eval-before/
+and eval-after/ and their report (report/index.html, `python -m eval.report`) into
+`outputs/<run>/`, which `training.trl.outputs` claims first (a changed run file needs --force).
 """
 
 from __future__ import annotations
