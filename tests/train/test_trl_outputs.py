@@ -97,7 +97,7 @@ def test_more_grpo_steps_are_another_config(tmp_path: Path) -> None:
 
 def test_outputs_from_before_the_ledger_count_as_another_config(tmp_path: Path) -> None:
     out = written(tmp_path / "cpu-smoke")
-    with pytest.raises(RunChanged, match="config is unknown"):
+    with pytest.raises(RunChanged, match="outputs of an unknown config"):
         claim_outputs(smoke(), out)
 
 

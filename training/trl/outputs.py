@@ -53,15 +53,16 @@ def claim_outputs(run: RunConfig, out_dir: Path, *, force: bool = False) -> str 
     path = out_dir / LEDGER_FILE
     if path.is_file():
         changes = run_ledger.changes(run_ledger.read_ledger(path), run, fingerprint)
+        what = f"a run made with another config: changed {', '.join(changes)}"
     else:
-        changes = [f"no {LEDGER_FILE} there (older outputs: their config is unknown)"]
+        changes = [f"unknown (no {LEDGER_FILE}: outputs from before it)"]
+        what = f"outputs of an unknown config (no {LEDGER_FILE}: written before there was one)"
     if not changes:
         return f"{out_dir} holds a run of this same config: rerunning it there"
     if not force:
         raise RunChanged(
-            f"{out_dir} holds a run made with another config: changed {', '.join(changes)}; "
-            f"pass --force to keep it beside the new one (as {out_dir.name}.<UTC date>), "
-            "or rename the run"
+            f"{out_dir} holds {what}; pass --force to keep them beside the new run "
+            f"(as {out_dir.name}.<UTC date>), or rename the run"
         )
     aside = _dated(out_dir)
     out_dir.rename(aside)
