@@ -53,9 +53,11 @@ def claim_outputs(run: RunConfig, out_dir: Path, *, force: bool = False) -> str 
     path = out_dir / LEDGER_FILE
     if path.is_file():
         changes = run_ledger.changes(run_ledger.read_ledger(path), run, fingerprint)
-        what = f"a run made with another config: changed {', '.join(changes)}"
+        reason = f"changed {', '.join(changes)}"
+        what = f"a run made with another config: {reason}"
     else:
-        changes = [f"unknown (no {LEDGER_FILE}: outputs from before it)"]
+        changes = [f"unknown: no {LEDGER_FILE}"]
+        reason = f"their config unknown: no {LEDGER_FILE}"
         what = f"outputs of an unknown config (no {LEDGER_FILE}: written before there was one)"
     if not changes:
         return f"{out_dir} holds a run of this same config: rerunning it there"
@@ -69,7 +71,7 @@ def claim_outputs(run: RunConfig, out_dir: Path, *, force: bool = False) -> str 
     ledger = run_ledger.new_ledger(run, fingerprint)
     ledger["forced"] = [{"kept_as": aside.name, "changed": changes, "at": run_ledger.now()}]
     run_ledger.write_json(out_dir / LEDGER_FILE, ledger)
-    return f"--force: the previous outputs (changed {', '.join(changes)}) are kept in {aside}"
+    return f"--force: the previous outputs ({reason}) are kept in {aside}"
 
 
 def _dated(out_dir: Path) -> Path:
