@@ -44,7 +44,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--step", type=int, help="with --export: this checkpoint, not the latest")
     # how far, and on what terms
     parser.add_argument("--max-steps", type=int, help="stop at this GRPO step (below the run's)")
-    parser.add_argument("--force", action="store_true", help="resume although the config changed")
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="go on although the run file changed (TRL: the old outputs are kept beside)",
+    )
     args = parser.parse_args(argv)
     if args.step is not None and args.export is None:
         parser.error("--step goes with --export")
@@ -153,10 +157,20 @@ def train_trl(run: RunConfig, args: argparse.Namespace) -> int:
     missing = [name for name in TRL_MODULES if importlib.util.find_spec(name) is None]
     if missing:
         return fail(f"the TRL path needs pip install -e '.[trl]' (missing: {', '.join(missing)})")
+    from training.trl.outputs import RunChanged, claim_outputs, effective_run
+
+    try:  # the resume rule of both paths (training/run_ledger.py), before anything is trained
+        note = claim_outputs(effective_run(run, args.max_steps), out_dir, force=args.force)
+    except RunChanged as exc:
+        return fail(exc)
+    if note:
+        print(note)
+    from training.trl.report import headline
     from training.trl.runner import run_trl
 
     summary = run_trl(run, out_dir=out_dir, steps=args.max_steps)
     print(summary.render())
+    print("\n".join(headline(summary)))
     return 0
 
 

@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from agent.policy import Policy, PolicyError
+from env.cli import did_you_mean
 
 DEFAULT_REGISTRY = Path(__file__).resolve().parent / "models.toml"
 LITELLM_PREFIX = "litellm:"
@@ -128,10 +129,11 @@ def resolve_model(
         return ModelTarget(model, "program", model)
     registry = load_registry(registry_path)
     if model not in registry:
-        known = ", ".join(known_aliases(registry))
+        aliases = known_aliases(registry)
+        hint = did_you_mean(model, aliases) or ";"
         raise PolicyError(
-            f"unknown model {model!r}; known: {known} (or litellm:<provider/model>, "
-            "or --base-url URL --model-name NAME)"
+            f"unknown model {model!r}{hint} known: {', '.join(aliases)} "
+            "(or litellm:<provider/model>, or --base-url URL --model-name NAME)"
         )
     entry = registry[model]
     if entry.kind == "local" and (base_url or model_name):

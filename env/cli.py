@@ -9,6 +9,7 @@ callable from tests, so argparse's `error()` raises here instead of exiting. Not
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -28,9 +29,31 @@ class UsageError(Exception):
     """A mistake in the command line or its values; printed as one line, exit status 2."""
 
 
+def did_you_mean(word: str, options: Iterable[str]) -> str:
+    """ "; did you mean 'x'?" for the closest option (difflib), or "" when none is close."""
+    close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
 class Parser(argparse.ArgumentParser):
+    """argparse that raises `UsageError` and suggests the closest choice or flag to a typo."""
+
     def error(self, message: str) -> None:  # type: ignore[override]
+        if message.startswith("unrecognized arguments: "):
+            flags = [s for action in self._actions for s in action.option_strings]
+            words = message.removeprefix("unrecognized arguments: ").split()
+            message += next((hint for w in words if (hint := did_you_mean(w, flags))), "")
         raise UsageError(message)
+
+    def _check_value(self, action: argparse.Action, value: object) -> None:
+        choices = action.choices
+        if choices is not None and value not in choices:
+            names = [str(choice) for choice in choices]
+            raise argparse.ArgumentError(
+                action,
+                f"invalid choice: {value!r} (choose from {', '.join(names)})"
+                + did_you_mean(str(value), names),
+            )
 
 
 def positive_int(text: str) -> int:

@@ -107,7 +107,23 @@ def _main(argv: Sequence[str] | None) -> int:
     print(render(first, second))
     print()
     print("\n".join(paired_lines(args.run_a, args.run_b)))
+    print()
+    print("\n".join(headline_lines(first, second, args.run_a, args.run_b)))
     return 0
+
+
+def headline_lines(a: dict[str, Any], b: dict[str, Any], path_a: Path, path_b: Path) -> list[str]:
+    """The last lines: per run, the figures it is compared for, then where each run is."""
+    lines = []
+    for tag, summary, path in (("A", a, path_a), ("B", b, path_b)):
+        grounded = (summary.get("grounded") or {}).get("pass1")
+        reversals = summary["false_reversal"]
+        lines.append(
+            f"{tag} {_heading(summary)}: pass^1 {_cell(summary['overall']['pass1'])}, "
+            f"grounded {_cell(grounded)}, false reversals "
+            f"{reversals['count']}/{reversals['total']}  ({path})"
+        )
+    return lines
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -108,11 +108,13 @@ async def run_jobs(
     keep_transcript: bool = True,
     incomplete: dict[tuple[str, int], str] | None = None,
     on_episode: EpisodeHook | None = None,
+    label: str | None = None,
 ) -> list[Job]:
     """Bounded-concurrency rounds; returns the jobs still incomplete after every round.
 
     `rollout`'s `watch` is the run's `ServerWatch` (default: the default settings, the default
-    retry budget, progress lines on stderr). The policy is closed when the rounds end.
+    retry budget, progress lines on stderr). `label` names the progress bar (default: what is
+    evaluated, on which split). The policy is closed when the rounds end.
     """
     from tqdm import tqdm
 
@@ -121,9 +123,10 @@ async def run_jobs(
         rollout = replace(base, watch=ServerWatch(DEFAULT_RETRY_BUDGET_S), report=Screen())
     causes = {} if incomplete is None else incomplete
     runner = Runner(policy, log, rollout, keep_transcript, causes, on_episode)
-    name = runner.policy.name
+    split = jobs[0].scenario.split if jobs else "?"
+    desc = label or f"evaluating {runner.policy.name} on {split}"
     semaphore = asyncio.Semaphore(concurrency)
-    progress = tqdm(total=len(jobs), desc=name, unit="ep", file=sys.stderr, mininterval=0.5)
+    progress = tqdm(total=len(jobs), desc=desc, unit="ep", file=sys.stderr, mininterval=0.5)
     watch = rollout.watch
     assert watch is not None  # set just above
 

@@ -69,7 +69,13 @@ from eval.episode_log import (  # noqa: E402
     read_episodes,
 )
 from eval.jobs import DEFAULT_RETRY_BUDGET_S, EpisodeHook, Job, Screen, run_jobs  # noqa: E402
-from eval.summary import SUMMARY_MD, identical_samples_note, summarize, write_summary  # noqa: E402
+from eval.summary import (  # noqa: E402
+    SUMMARY_MD,
+    headline,
+    identical_samples_note,
+    summarize,
+    write_summary,
+)
 from ledgergym import __version__  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -124,15 +130,17 @@ async def evaluate(
     force: bool = False,
     seed: int = 0,
     on_episode: EpisodeHook | None = None,
+    label: str | None = None,
 ) -> EvalRun:
     """Plays every scenario k times, grades each episode (`eval.grader`) and records it.
 
     Resumable: (scenario, sample) pairs already in `run_dir/episodes.jsonl` are not played
     again. `config` says what the run is (model, split, k, hashes): it becomes run.json with the
     first line, and a directory holding another model, split or k is refused unless `force`.
-    summary.json/.md are rewritten from every recorded line (`seed`: the bootstrap's). The
-    policy is closed when its episodes are done. Raises `RunStopped` when the server stays
-    unreachable, after summarising what was recorded.
+    summary.json/.md are rewritten from every recorded line (`seed`: the bootstrap's); `label`
+    names the progress bar (default "evaluating <policy> on <split>"). The policy is closed
+    when its episodes are done. Raises `RunStopped` when the server stays unreachable, after
+    summarising what was recorded.
     """
     with RunLock(run_dir):
         for warning in check_run_config(run_dir, dict(config), force=force, write=False):
@@ -161,6 +169,7 @@ async def evaluate(
                     keep_transcript=keep_transcript,
                     incomplete=incomplete,
                     on_episode=on_episode,
+                    label=label,
                 )
         except ServerUnreachable as exc:
             raise RunStopped(exc, _summarize(run_dir, config, k, seed, planned)) from None
@@ -367,12 +376,15 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print_summary(result: EvalRun) -> None:
+    """The headline figures, then where the rest is (summary.md, the episodes)."""
     if result.summary is None:
         return
     note = identical_samples_note(result.summary)
     if note:
-        print(f"warning: {note}", file=sys.stderr)
+        print(f"note: {note}", file=sys.stderr)
+    print("\n".join(headline(result.summary)))
     print(f"summary: {result.summary_md}")
+    print(f"episodes: {result.run_dir / EPISODES}")
 
 
 def _report_incomplete(result: EvalRun) -> int:

@@ -97,12 +97,20 @@ def _identical_samples(lines: Sequence[EpisodeLine], k: int) -> bool:
 
 
 def identical_samples_note(summary: dict[str, Any]) -> str | None:
-    """The console's and summary.md's warning when the k samples cannot differ."""
+    """The console's and summary.md's note when the k samples cannot differ: expected of a
+    scripted policy (nothing is wrong; k = 1 gives the same figures), a question otherwise."""
     if not summary.get("identical_samples"):
         return None
+    stamp, k = summary.get("stamp", {}), summary["k"]
+    if stamp.get("kind") == "program":
+        return (
+            f"{stamp.get('model')} is a scripted, deterministic policy, so each scenario's {k} "
+            f"samples are identical, as expected: pass^k is then pass^1 (--k 1 gives the same "
+            "figures in 1/k of the time)"
+        )
     return (
-        f"every scenario's {summary['k']} samples are identical (a deterministic policy, a "
-        "server that ignores temperature, or sampling off): pass^k is then pass^1"
+        f"every scenario's {k} samples are identical (a deterministic policy, a server that "
+        "ignores temperature, or sampling off): pass^k is then pass^1"
     )
 
 
@@ -203,7 +211,7 @@ def _planned_note(summary: dict[str, Any]) -> str:
         f"Recorded {summary['recorded_episodes']} of {summary['planned_episodes']} planned "
         f"episodes ({summary['graded_episodes']} graded, {summary['errors']} errors, "
         f"{summary['incomplete_episodes']} incomplete); end reasons: {reasons or '–'}. "
-        + (f"**Warning: {note}.** " if note else "")
+        + (f"**Note: {note}.** " if note else "")
     )
 
 
@@ -257,6 +265,28 @@ def render_markdown(summary: dict[str, Any]) -> str:
     lines += _group_table("root cause", summary["by_root_cause"], k)
     lines += _group_table("difficulty", summary["by_difficulty"], k)
     return "\n".join(lines)
+
+
+def headline(summary: dict[str, Any]) -> list[str]:
+    """The figures a run is made for, as the console's last lines (then the paths).
+
+    pass^1 with its interval, pass^k when k > 1 and the samples can differ, grounded success,
+    false reversals and hallucinated numbers with their counts: the rest is in summary.md.
+    """
+    k, overall = summary["k"], summary["overall"]
+    grounded = summary.get("grounded", {}).get("pass1")
+    lines = [
+        f"pass^1 {_fmt(overall['pass1'])} over {summary['scenarios']} scenarios "
+        f"({summary['episodes']} episodes, {summary['errors']} errors)",
+    ]
+    if k > 1 and not summary.get("identical_samples"):
+        lines.append(f"pass^{k} {_fmt(overall['passk'])}")
+    lines.append(f"grounded success pass^1 {_fmt(grounded)}")
+    lines.append(
+        f"false reversals {_rate_cell(summary['false_reversal'])}, "
+        f"hallucinated numbers {_rate_cell(summary['hallucination'])}"
+    )
+    return lines
 
 
 def write_summary(run_dir: Path, summary: dict[str, Any]) -> Path:

@@ -106,3 +106,17 @@ def test_eval_run_starts_as_a_script_and_as_a_module(form: list[str]) -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     assert "--model" in done.stdout
+
+
+def test_a_typo_gets_the_closest_choice_flag_or_model(capsys: pytest.CaptureFixture[str]) -> None:
+    cases = [
+        (["--model", "auditor", "--split", "evl"], "did you mean 'eval'?"),
+        (["--model", "auditor", "--limt", "3"], "did you mean '--limit'?"),
+        (["--model", "audtor", "--k", "1"], "did you mean 'auditor'?"),
+    ]
+    for args, hint in cases:
+        assert run_in_process("eval.run", *args) == EXIT_USER_ERROR
+        error = capsys.readouterr().err
+        assert hint in error and error.count("\n") == 1, error
+    assert run_in_process("eval.run", "--model", "auditor", "--split", "zzz") == EXIT_USER_ERROR
+    assert "did you mean" not in capsys.readouterr().err  # nothing close: no guess

@@ -106,3 +106,24 @@ def test_every_relative_link_in_the_readme_and_docs_points_at_an_existing_file()
                 line = text.count("\n", 0, match.start(1)) + 1
                 missing.append(f"{doc.relative_to(ROOT).as_posix()}:{line}: {target}")
     assert not missing, f"{len(missing)} link(s) point at nothing:\n" + "\n".join(missing)
+
+
+def _install_args(line: str) -> list[str]:
+    """What follows `pip install` on a line, without -q (the README's line is run verbatim)."""
+    words = line.replace("python -m pip", "pip").split("&&")
+    torch = next(part for part in words if "torch==" in part).split()
+    return [word for word in torch[torch.index("install") + 1 :] if word != "-q"]
+
+
+def test_the_readme_and_ci_install_torch_by_the_same_cpu_index_line() -> None:
+    """The README promises a CPU torch on any machine, and .ci/run checks that promise
+    (`torch.version.cuda is None`) only if it runs the README's line."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    line = next(x for x in readme.splitlines() if "pip install" in x and "torch==" in x)
+    args = _install_args(line)
+    assert "--index-url" in args and "https://download.pytorch.org/whl/cpu" in args
+    assert "--no-deps" in args  # only torch is asked of that index: no wait per dependency
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").replace("\\\n", " ")
+    ci_line = next(x for x in ci.splitlines() if "pip install" in x and "torch==" in x)
+    assert _install_args(ci_line) == args
+    assert "torch.version.cuda" in ci

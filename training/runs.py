@@ -16,6 +16,7 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from env.cli import did_you_mean
 from rewards.reward import RewardConfig
 
 RUNS_DIR = Path(__file__).resolve().parent.parent / "runs"
@@ -177,8 +178,36 @@ def _describe(exc: ValidationError) -> str:
     for error in exc.errors():
         where = ".".join(str(part) for part in error["loc"]) or "(top level)"
         accepted = error.get("ctx", {}).get("expected")
-        lines.append(f"{where}: {error['msg']}" + (f" (accepted: {accepted})" if accepted else ""))
+        line = f"{where}: {error['msg']}" + (f" (accepted: {accepted})" if accepted else "")
+        if error["type"] == "extra_forbidden":  # a typo'd key: name the closest real one
+            key, known = str(error["loc"][-1]), _keys_at(error["loc"][:-1])
+            line += f" (not a key here{did_you_mean(key, known) or _home(key)})"
+        lines.append(line)
     return "; ".join(lines)
+
+
+def _keys_at(loc: tuple[int | str, ...]) -> list[str]:
+    """The keys a run file may give at `loc` ([grpo], [trl], or the top level)."""
+    model: type[BaseModel] = RunConfig
+    for part in loc:
+        field = model.model_fields.get(str(part))
+        inner = field and next(
+            (a for a in (field.annotation, *get_args(field.annotation)) if _is_model(a)), None
+        )
+        if inner is None:
+            return []
+        model = inner
+    return list(model.model_fields)
+
+
+def _home(key: str) -> str:
+    """ "; it belongs under [grpo]" for a section's key given at the top level."""
+    homes = [name for name in RunConfig.model_fields if key in _keys_at((name,))]
+    return f"; it belongs under [{homes[0]}]" if homes else ""
+
+
+def _is_model(annotation: object) -> bool:
+    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
 
 
 def available_runs(runs_dir: Path = RUNS_DIR) -> list[str]:
@@ -190,8 +219,9 @@ def load_run_config(name_or_path: str, runs_dir: Path = RUNS_DIR) -> RunConfig:
     if path.suffix != ".toml":
         path = runs_dir / f"{name_or_path}.toml"
     if not path.is_file():
-        known = ", ".join(available_runs(runs_dir)) or "none"
-        raise RunConfigError(f"no run file {path}; known runs: {known}")
+        runs = available_runs(runs_dir)
+        hint = did_you_mean(name_or_path, runs)
+        raise RunConfigError(f"no run file {path}; known runs: {', '.join(runs) or 'none'}{hint}")
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as exc:

@@ -99,10 +99,6 @@ def _draw(report: dict[str, Any], metrics: Sequence[TrainMetrics], out: Path) ->
         "pass^1 by difficulty, 95% bootstrap",
     ).name
     names["action"] = figures.action_figure(runs, out / "action_type.png").name
-    names["confusion"] = [
-        figures.confusion_figure(run, out / f"confusion_{index}.png").name
-        for index, run in enumerate(runs)
-    ]
     report["figures"] = names
 
 

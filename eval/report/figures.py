@@ -181,25 +181,3 @@ def action_figure(runs: Sequence[dict[str, Any]], path: Path) -> Path:
     right.set_title("outcome mix (share of episodes)")
     right.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=3)
     return _save(fig, path)
-
-
-def confusion_figure(run: dict[str, Any], path: Path) -> Path:
-    plt = _pyplot()
-    table = run["confusion"]
-    rows, columns, matrix = table["rows"], table["columns"], table["matrix"]
-    fig, ax = plt.subplots(
-        figsize=(max(4.0, 2.2 + 0.55 * len(columns)), max(3.5, 2.4 + 0.42 * len(rows)))
-    )
-    ax.imshow(matrix, cmap="Blues", aspect="auto")
-    for i, row in enumerate(matrix):
-        for j, count in enumerate(row):
-            if count:
-                ax.text(j, i, str(count), ha="center", va="center", fontsize=7)
-    ax.set_xticks(range(len(columns)))
-    ax.set_xticklabels(columns, rotation=60, ha="right", fontsize=7)
-    ax.set_yticks(range(len(rows)))
-    ax.set_yticklabels(rows, fontsize=7)
-    ax.set_xlabel("reported root cause")
-    ax.set_ylabel("true root cause")
-    ax.set_title(f"{run['name']}: true vs reported", fontsize=9)
-    return _save(fig, path)

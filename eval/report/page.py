@@ -12,6 +12,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from eval.report.confusion import confusion_table
 from eval.report.flags import FLAGS
 
 ASSETS = Path(__file__).resolve().parent
@@ -214,11 +215,8 @@ def _action(report: dict[str, Any], out: Path) -> str:
     )
 
 
-def _confusion(report: dict[str, Any], out: Path) -> str:
-    return "".join(
-        _image(out, name, f"confusion {run['name']}")
-        for run, name in zip(report["runs"], report["figures"].get("confusion", []), strict=False)
-    )
+def _confusion(report: dict[str, Any]) -> str:
+    return "".join(confusion_table(run) for run in report["runs"])
 
 
 def _hacking(report: dict[str, Any]) -> str:
@@ -297,7 +295,7 @@ def render_page(report: dict[str, Any], viewer: dict[str, Any], out: Path) -> st
         "paired": _paired(report),
         "groups": _groups(report, out),
         "action": _action(report, out),
-        "confusion": _confusion(report, out),
+        "confusion": _confusion(report),
         "hacking": _hacking(report),
         "reading": _reading(report),
         "viewer": _viewer(),

@@ -301,7 +301,8 @@ def test_the_report_opens_with_every_panel_rendered_and_no_console_error(browser
     images = browser.evaluate(
         "Array.from(document.images).map(i => i.complete && i.naturalWidth > 0)"
     )
-    assert len(images) >= 6 and all(images)
+    assert len(images) >= 5 and all(images)  # the confusion matrices are tables, not images
+    assert browser.evaluate("document.querySelectorAll('#confusion table.confusion').length") >= 1
     assert browser.evaluate("document.querySelectorAll('.read-box').length") >= 20
     assert browser.errors() == []
 
@@ -360,3 +361,27 @@ def test_a_screenshot_of_the_report_is_saved(browser, tmp_path):
     if target := os.environ.get("LEDGERGYM_SCREENSHOT_DIR"):
         Path(target).mkdir(parents=True, exist_ok=True)
         shutil.copy(path, Path(target) / "report.png")
+
+
+CONTRAST_JS = """(() => {
+  const rgb = s => s.match(/[\\d.]+/g).slice(0, 3).map(Number);
+  const lum = c => { const [r, g, b] = c.map(v => { v /= 255;
+      return v <= 0.04045 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
+  return Array.from(document.querySelectorAll('#confusion td.count')).map(td => {
+    const style = getComputedStyle(td);
+    const [a, b] = [lum(rgb(style.color)), lum(rgb(style.backgroundColor))].sort((x, y) => y - x);
+    return [Number(td.dataset.count), (a + 0.05) / (b + 0.05), td.textContent];
+  });
+})()"""
+
+
+def test_every_confusion_count_is_readable_on_its_cell_colour(browser):
+    """WCAG AA (contrast ratio >= 4.5) on every shade, the darkest included."""
+    cells = browser.evaluate(CONTRAST_JS)
+    counts = [count for count, _, _ in cells if count]
+    assert counts and max(counts) > min(counts)  # some shading to read the counts on
+    for count, ratio, text in cells:
+        assert text == (str(count) if count else "")
+        if count:
+            assert ratio >= 4.5, f"count {count}: contrast {ratio:.2f}"

@@ -210,7 +210,6 @@ def test_the_page_is_self_contained_and_every_number_is_in_report_json(tmp_path)
         "by_root_cause.png",
         "by_difficulty.png",
         "action_type.png",
-        "confusion_0.png",
     }
 
 
@@ -261,3 +260,11 @@ def test_an_old_line_gets_its_complaint_only_from_the_same_generator(tmp_path):
     other = RunData("old", tmp_path, {"generator": "0123456789ab"}, [old])
     assert complaint(same, old, []) == generate("eval", 100000).complaint
     assert complaint(other, old, []) is None
+
+
+def test_every_shade_of_the_confusion_table_takes_a_readable_count():
+    from eval.report.confusion import contrast, shade, text_colour
+
+    ratios = [contrast(shade(i / 200), text_colour(shade(i / 200))) for i in range(201)]
+    assert min(ratios) >= 4.5  # WCAG AA; near the dark end the count turns white
+    assert text_colour(shade(1.0)) == (255, 255, 255) and text_colour(shade(0.0)) == (0, 0, 0)

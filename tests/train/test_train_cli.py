@@ -176,3 +176,24 @@ def test_the_model_card_serves_with_what_the_saved_template_decides(tmp_path):
     (tmp_path / "chat_template.jinja").write_text("{{ messages }}")
     assert checkpoint_template(tmp_path) == "{{ messages }}"  # the file wins, as transformers'
     assert checkpoint_template(tmp_path / "none") is None
+
+
+@pytest.mark.parametrize(
+    ("text", "hint"),
+    [
+        ("[grpo]\nlearning_rat = 1e-3\n", "grpo.learning_rat: Extra inputs are not permitted "
+         "(not a key here; did you mean 'learning_rate'?)"),
+        ("learning_rate = 1e-3\n", "(not a key here; it belongs under [grpo])"),
+        ("[grpo]\nzzz = 1\n", "grpo.zzz: Extra inputs are not permitted (not a key here)"),
+    ],
+)  # fmt: skip
+def test_a_typo_d_run_key_is_one_line_naming_the_closest_key(tmp_path, text, hint):
+    (tmp_path / "typo.toml").write_text('trainer = "trl"\n' + text + "[trl]\n")
+    done = train_py("--run", "typo.toml", "--check", cwd=tmp_path)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert hint in done.stderr
+
+
+def test_a_typo_d_run_name_gets_the_closest_run(tmp_path):
+    done = train_py("--run", "cpu-smok", "--check", cwd=tmp_path)
+    assert done.returncode == 2 and "did you mean 'cpu-smoke'?" in done.stderr

@@ -12,14 +12,17 @@ import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from training import run_ledger
 from training.art import adapter_files
+from training.run_ledger import RunChanged
 from training.runs import RunConfig
 
-RUN_FILE = "ledgergym_run.json"
+__all__ = ["RunChanged", "record_run"]  # RunChanged: the rule both paths share (run_ledger)
+
+RUN_FILE = run_ledger.LEDGER_FILE
 ADAPTER_CONFIG = adapter_files.CONFIG_FILE
 ADAPTER_WEIGHTS = adapter_files.WEIGHT_FILES
 INCOMPLETE_SUFFIX = ".incomplete"
@@ -31,10 +34,6 @@ SMOKE_PATH = ".art-smoke"  # the smoke's default --path
 SMOKE_SUFFIX = "-smoke"  # the smoke trains `<run>-smoke`, never the run itself
 STEP_SECONDS_KEY = "time/loop_step_s"  # what train.py logs per step; `--check` reads it back
 PASS1_KEY = "val/pass1"
-
-
-class RunChanged(RuntimeError):
-    """The model directory was trained under another config; --force continues with this one."""
 
 
 def art_path(run: RunConfig) -> Path:
@@ -116,39 +115,25 @@ def record_run(
     one, even the untrained 0000, the LoRA shape and the data order are already fixed.
     """
     path = directory / RUN_FILE
-    current = {"fingerprint": run.fingerprint(), "data_fingerprint": data_fingerprint}
     steps = checkpoint_steps(directory)
     if not path.is_file() or not steps:
-        _write_json(path, {**current, "run": _dump(run), "created": _now(), "forced": []})
+        run_ledger.write_json(path, run_ledger.new_ledger(run, data_fingerprint))
         return None
     step = steps[-1]
-    saved = _read_ledger(path)
-    if all(saved.get(key) == value for key, value in current.items()):
+    saved = run_ledger.read_ledger(path)
+    changes = run_ledger.changes(saved, run, data_fingerprint)
+    if not changes:
         return None
-    if not saved:
-        changes = [f"{RUN_FILE} (unreadable: the saved config is unknown)"]
-    else:
-        changes = _changed_fields(saved.get("run", {}), _dump(run))
-    changes = changes or ["the data order (filter file)"]
     if not force:
         raise RunChanged(
             f"{directory} was trained (to step {step}) with another config: changed "
             f"{', '.join(changes)}; pass --force to continue with this one, or rename the run"
         )
-    forced = [*saved.get("forced", []), {"at_step": step, "changed": changes, "at": _now()}]
-    _write_json(
-        path, {**current, "run": _dump(run), "created": saved.get("created"), "forced": forced}
-    )
+    entry = {"at_step": step, "changed": changes, "at": run_ledger.now()}
+    forced = [*saved.get("forced", []), entry]
+    ledger = run_ledger.new_ledger(run, data_fingerprint)
+    run_ledger.write_json(path, {**ledger, "created": saved.get("created"), "forced": forced})
     return f"--force: continuing at step {step} with changed {', '.join(changes)}"
-
-
-def _read_ledger(path: Path) -> dict[str, Any]:
-    """The saved ledger, or {} when it cannot be read (then the run counts as changed)."""
-    try:
-        saved = json.loads(path.read_bytes())
-    except (OSError, ValueError):
-        return {}
-    return saved if isinstance(saved, dict) else {}
 
 
 @dataclass(frozen=True)
@@ -173,7 +158,7 @@ def read_sft_state(directory: Path) -> SftState | None:
 
 
 def write_sft_state(directory: Path, state: SftState) -> None:
-    _write_json(directory / SFT_FILE, vars(state))
+    run_ledger.write_json(directory / SFT_FILE, vars(state))
 
 
 def grpo_offset(directory: Path) -> int:
@@ -204,13 +189,13 @@ def smoke_dir(run: RunConfig, path: str = SMOKE_PATH) -> Path:
 
 
 def write_smoke_record(directory: Path, record: dict[str, Any]) -> Path:
-    _write_json(directory / SMOKE_FILE, record)
+    run_ledger.write_json(directory / SMOKE_FILE, record)
     return directory / SMOKE_FILE
 
 
 def read_smoke_record(directory: Path) -> dict[str, Any] | None:
     """The last smoke's figures, or None when there was none (or it cannot be read)."""
-    saved = _read_ledger(directory / SMOKE_FILE)
+    saved = run_ledger.read_ledger(directory / SMOKE_FILE)
     return saved or None
 
 
@@ -275,30 +260,3 @@ def measured_step_seconds(history: list[dict[str, Any]]) -> tuple[float, int] | 
     if not values:
         return None
     return values[len(values) // 2], len(values)
-
-
-def _dump(run: RunConfig) -> dict[str, Any]:
-    return run.model_dump(mode="json")
-
-
-def _changed_fields(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> list[str]:
-    changed = []
-    for key in sorted(old.keys() | new.keys()):
-        a, b = old.get(key), new.get(key)
-        if isinstance(a, dict) and isinstance(b, dict):
-            changed += _changed_fields(a, b, f"{prefix}{key}.")
-        elif a != b:
-            changed.append(f"{prefix}{key} ({a!r} -> {b!r})")
-    return changed
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def _write_json(path: Path, data: dict[str, Any]) -> None:
-    """Via a temporary file: a kill mid-write must not leave half a ledger."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
-    os.replace(tmp, path)

@@ -26,7 +26,7 @@ from agent.rollout import RolloutConfig
 from env.scenario import Scenario
 from eval.episode_log import EPISODES, RUN_CONFIG, EpisodeLine, read_episodes
 from eval.run import evaluate as evaluate_policy
-from eval.summary import SUMMARY_JSON, SUMMARY_MD
+from eval.summary import SUMMARY_JSON, SUMMARY_MD, as_interval, load_summary
 from training.trl.episode_env import EpisodeOutcome
 
 # TRL log keys copied into metrics.jsonl as they are (when present)
@@ -100,6 +100,7 @@ class StepRecorder(TrainerCallback):
             "terms": {t: _mean([e.reward.terms.get(t, 0.0) for e in episodes]) for t in terms},
             "group_reward_std": [round(s, 6) for s in group_std],
             "zero_variance_group_share": _mean([float(s == 0.0) for s in group_std]),
+            "successes": sum(e.reward.success for e in episodes),
             "tool_calls_mean": _mean([float(e.tool_calls) for e in episodes]),
             "tool_errors_mean": _mean([float(e.tool_errors) for e in episodes]),
             "submitted_share": _mean([float(e.reward.submitted) for e in episodes]),
@@ -127,10 +128,15 @@ class EvalSummary:
 
 
 def evaluate(
-    policy: Policy, scenarios: list[Scenario], config: RolloutConfig, run_dir: Path
+    policy: Policy,
+    scenarios: list[Scenario],
+    config: RolloutConfig,
+    run_dir: Path,
+    label: str | None = None,
 ) -> EvalSummary:
     """`eval.run.evaluate` with k = 1, one episode at a time, into a fresh eval run directory
-    (a rerun of the TRL run replaces it; the report reads it); its summary gives the rates."""
+    (a rerun of the TRL run replaces it; the report reads it); its summary gives the rates.
+    `label` names the progress bar ("evaluating the warm-started model on val")."""
     started = time.perf_counter()
     for name in (EPISODES, RUN_CONFIG, SUMMARY_JSON, SUMMARY_MD):
         (run_dir / name).unlink(missing_ok=True)
@@ -143,6 +149,7 @@ def evaluate(
             config=_run_config(policy, scenarios),
             rollout=config,
             concurrency=1,  # one CPU: concurrency would only interleave the same work
+            label=label,
         )
     )
     summary = result.summary or {}
@@ -309,6 +316,35 @@ class TrlSummary:
                 f"  wall time {self.wall_s:.0f}s ({timings})",
             ]
         )
+
+
+def headline(summary: TrlSummary) -> list[str]:
+    """The run's last lines: the figures it is run for (graded on the eval split before and
+    after GRPO, with intervals), then where everything is."""
+    out = Path(summary.out_dir)
+    before, after = (load_summary(out / name) for name in (EVAL_BEFORE, EVAL_AFTER))
+
+    def pair(key: str) -> str:
+        return f"{_interval(before, key)} -> {_interval(after, key)}"
+
+    def reversals(s: dict[str, Any]) -> str:
+        return f"{s['false_reversal']['count']}/{s['false_reversal']['total']}"
+
+    return [
+        f"{summary.run}, warm start -> GRPO, on {before['scenarios']} {summary.eval_split} "
+        f"scenarios: pass^1 {pair('overall')}",
+        f"  grounded success pass^1 {pair('grounded')}; false reversals "
+        f"{reversals(before)} -> {reversals(after)}",
+        f"  train reward, first -> last {summary.trend_window} steps: "
+        f"{_trend(summary.reward_first_steps, summary.reward_last_steps)}",
+        f"report: {out / REPORT_DIR / 'index.html'}",
+        f"summary: {out / 'summary.json'}; log: {out / 'train.log'}",
+    ]
+
+
+def _interval(summary: dict[str, Any], key: str) -> str:
+    interval = as_interval((summary.get(key) or {}).get("pass1"))
+    return "–" if interval is None else interval.format()
 
 
 def _trend(first: float, last: float) -> str:

@@ -7,8 +7,10 @@ investigations (cut to fit the tiny model's context, `training.trl.data`) comes 
 GRPOTrainer drives `LedgerTrlEnv` through `environment_factory` with the LedgerGym reward and
 trains a LoRA adapter. The warm-started model and the trained adapter are both evaluated on a
 few `val` scenarios through the eval path (`eval.run.evaluate`). Writes
-metrics.jsonl, reward_curve.png, adapter/, summary.json, the eval runs eval-before/ and
-eval-after/ and their report (report/index.html, `python -m eval.report`) into `outputs/<run>/`.
+metrics.jsonl, train.log (every metric dict; the console shows a bar per phase and short lines,
+`training.trl.progress`), reward_curve.png, adapter/, summary.json, the eval runs eval-before/
+and eval-after/ and their report (report/index.html, `python -m eval.report`) into
+`outputs/<run>/`, which `training.trl.outputs` claims first (a changed run file needs --force).
 """
 
 from __future__ import annotations
@@ -37,6 +39,16 @@ from training.trl.data import (
     initial_prompt,
 )
 from training.trl.episode_env import LedgerTrlEnv, tool_format_reward, trl_tool_schemas
+from training.trl.outputs import RunChanged, claim_outputs, effective_run
+from training.trl.progress import (
+    LOG_FILE,
+    PhaseProgress,
+    attach,
+    grpo_line,
+    quiet_libraries,
+    say,
+    sft_line,
+)
 from training.trl.report import (
     EVAL_AFTER,
     EVAL_BEFORE,
@@ -44,6 +56,7 @@ from training.trl.report import (
     StepRecorder,
     TrlSummary,
     evaluate,
+    headline,
     plot_reward_curve,
     write_run_report,
 )
@@ -168,6 +181,8 @@ def grpo(
         environment_factory=cast(Any, factory),
         callbacks=[recorder],
     )
+    label = f"GRPO on {len(train)} train scenarios, {batch} episodes a step"
+    attach(trainer, PhaseProgress("grpo", label, out / LOG_FILE, grpo_line(recorder.rows)))
     model = cast(Any, trainer.model)
     before = {n: p.detach().clone() for n, p in model.named_parameters() if "lora_B" in n}
     trainer.train()
@@ -229,6 +244,9 @@ def run_trl(
     torch.set_num_threads(trl.torch_threads)
     set_seed(run.seed)
     out_dir.mkdir(parents=True, exist_ok=True)
+    log = out_dir / LOG_FILE
+    log.write_text("", encoding="utf-8")  # this run's metric dicts, one JSON object a line
+    quiet_libraries()
 
     def lap(name: str, since: float) -> float:
         now = time.perf_counter()
@@ -247,16 +265,29 @@ def run_trl(
     tokens = _Tokens(tokenizer, trl_tool_schemas())
     examples = sft_examples(run, train, tokens, base.config.max_position_embeddings)
     mark = lap("data_and_model", started)
+    say(
+        f"{run.name}: {len(train)} train and {len(val)} {run.validation.split} scenarios, "
+        f"{len(examples)} reference trajectories fitted for the warm start; log: {log}"
+    )
 
-    warm = warm_start(trl, model_dir, tokenizer, examples, out_dir, seed=run.seed)
+    label = f"SFT warm start on {len(examples)} reference trajectories"
+    progress = PhaseProgress("sft", label, log, sft_line)
+    warm = warm_start(
+        trl, model_dir, tokenizer, examples, out_dir, seed=run.seed, progress=progress
+    )
     mark = lap("sft", mark)
 
     rollout = RolloutConfig(
         tool_budget=run.rollout.tool_budget, max_turns=run.rollout.max_turns, reward=run.reward
     )
     warm_model = AutoModelForCausalLM.from_pretrained(warm).eval()
+    split = run.validation.split
     before = evaluate(
-        _policy(warm_model, tokenizer, run, "warm-start"), val, rollout, out_dir / EVAL_BEFORE
+        _policy(warm_model, tokenizer, run, "warm-start"),
+        val,
+        rollout,
+        out_dir / EVAL_BEFORE,
+        label=f"evaluating the warm-started model on {split}",
     )
     mark = lap("eval_before", mark)
 
@@ -265,7 +296,13 @@ def run_trl(
     trainer.model.save_pretrained(str(out_dir / "adapter"))
 
     trained = trainer.model.eval()
-    after = evaluate(_policy(trained, tokenizer, run, "grpo"), val, rollout, out_dir / EVAL_AFTER)
+    after = evaluate(
+        _policy(trained, tokenizer, run, "grpo"),
+        val,
+        rollout,
+        out_dir / EVAL_AFTER,
+        label=f"evaluating the GRPO-trained model on {split}",
+    )
     lap("eval_after", mark)
 
     summary = _summary(run, out_dir, examples, steps, before, after, recorder, timings)
@@ -336,17 +373,23 @@ def _main(argv: Sequence[str] | None) -> int:
     parser.add_argument("--run", default="cpu-smoke", help="run name in runs/ or a .toml path")
     parser.add_argument("--steps", type=int, default=None, help="GRPO steps (default: the run's)")
     parser.add_argument("--out", type=Path, default=None, help="default: outputs/<run name>/")
+    parser.add_argument("--force", action="store_true", help="keep another config's outputs aside")
     args = parser.parse_args(argv)
     run = load_run_config(args.run)
     if run.trainer != "trl":
         parser.error(f"run {run.name!r} has trainer {run.trainer!r}, not 'trl'")
     out = args.out or REPO / "outputs" / run.name
-    print(run_trl(run, out_dir=out, steps=args.steps).render())
+    note = claim_outputs(effective_run(run, args.steps), out, force=args.force)
+    if note:
+        print(note)
+    summary = run_trl(run, out_dir=out, steps=args.steps)
+    print(summary.render())
+    print("\n".join(headline(summary)))
     return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return run_command("python -m training.trl.runner", _main, argv, (RunConfigError,))
+    return run_command("python -m training.trl.runner", _main, argv, (RunConfigError, RunChanged))
 
 
 if __name__ == "__main__":

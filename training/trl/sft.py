@@ -15,6 +15,7 @@ from typing import Any
 from training.runs import TrlSection
 from training.trl.data import SftExample
 from training.trl.episode_env import trl_tool_schemas
+from training.trl.progress import PhaseProgress, attach
 
 
 def warm_start(
@@ -25,8 +26,10 @@ def warm_start(
     out: Path,
     *,
     seed: int = 0,
+    progress: PhaseProgress | None = None,
 ) -> Path:
-    """Full-weight SFT of the tiny model on the fitted references (assistant tokens only)."""
+    """Full-weight SFT of the tiny model on the fitted references (assistant tokens only);
+    `progress` replaces transformers' printed log dicts by a bar and short lines."""
     from datasets import Dataset
     from transformers import AutoModelForCausalLM
     from trl import SFTConfig, SFTTrainer
@@ -55,6 +58,8 @@ def warm_start(
     trainer = _assistant_scored(SFTTrainer)(
         model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tokenizer
     )
+    if progress is not None:
+        attach(trainer, progress)
     if trl.sft_steps > 0:
         trainer.train()
     warm = out / "warm_start"
