@@ -13,16 +13,29 @@ the share that disagree, and the discrepancy's signed size and ratio (numbers) o
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import date, timedelta
-from fractions import Fraction
 from typing import Any
 
 from checks.probe_ledger import Bill, Event, Ledger, cents, immediate, rate
-from env.engine.billing import BillingError, compute_invoice
-from env.engine.records import inputs_from_json
+from checks.probe_lookups import (
+    RECORDS,
+    allowed_seats,
+    as_float,
+    before_event,
+    billed_plan,
+    cancel_ends,
+    covers,
+    date_of,
+    dispute_day,
+    fx_on,
+    fx_row_before,
+    jurisdiction_on,
+    nearest,
+    net_paid,
+    recomputed,
+)
 
 Value = Any  # a number, a date, an id (str / bool), or None where the record has none
 Reader = Callable[[Ledger, Any], Value]
@@ -36,147 +49,20 @@ STATS = {  # what a pair's discrepancy gives per scenario, by the fields' kind
 NEUTRAL = {"ratio_max": 1.0, "ratio_min": 1.0, "ratio_whole": 0.5}  # nothing compared; others 0
 
 
-# the records a pair can sit on ----------------------------------------------------------------
-
-
-def _invoices(led: Ledger) -> Iterable[Bill]:
-    return led.invoices
-
-
-def _events(led: Ledger) -> Iterable[Event]:
-    return [e for events in led.events.values() for e in events]
-
-
-def _subs(led: Ledger) -> Iterable[str]:
-    return led.subs
-
-
-def _fx_days(led: Ledger) -> Iterable[date]:
-    return sorted({date.fromisoformat(day) for _, day in led.fx})
-
-
-def _payments(led: Ledger) -> Iterable[tuple[Bill, str]]:
-    by_id = {inv.id: inv for inv in led.invoices}
-    return [(by_id[i], at) for i, rows in led.payments.items() if i in by_id for *_, at in rows]
-
-
-RECORDS: dict[str, Callable[[Ledger], Iterable[Any]]] = {
-    "invoice": _invoices,
-    "event": _events,
-    "subscription": _subs,
-    "fx row": _fx_days,
-    "payment": _payments,
-}
-
-
-# the state in force ---------------------------------------------------------------------------
-
-
-def _effective(led: Ledger, e: Event) -> date:
-    return e.day if immediate(e) else led.next_start(e.sub, e.day)
-
-
-def before_event(led: Ledger, e: Event, kind: str, key: str) -> object:
-    """The `created` value of `key`, then every earlier `kind` change in force by `e`'s day."""
-    created = led.of_type(e.sub, "created")
-    value = created[0].details.get(key) if created else None
-    changes = [(_effective(led, c), c.seq, c) for c in led.of_type(e.sub, kind) if c.seq < e.seq]
-    for effective, _, c in sorted(changes, key=lambda x: (x[0], x[1])):
-        if effective <= e.day:
-            value = c.details.get("to_plan_id" if kind == "plan_changed" else "to_seats")
-    return value
-
-
-def _allowed_seats(led: Ledger, plan_id: object) -> int | None:
-    """Seats a plan's pricing implies: 1 on a flat plan; None (any count) per seat."""
-    plan = led.plans.get(str(plan_id))
-    return None if plan is None or plan["pricing"] == "per_seat" else 1
-
-
-def _nearest(day: date | None, days: Iterable[date]) -> date | None:
-    found = sorted(days, key=lambda d: (abs((d - day).days), d)) if day else []
-    return found[0] if found else None
-
-
-def _date_of(value: object) -> date | None:
-    text = str(value or "")
-    return date.fromisoformat(text[:10]) if text[:1].isdigit() else None
-
-
-def _dispute_day(led: Ledger, record: object = None) -> date | None:
-    return led.opened
-
-
-def _jurisdiction_on(led: Ledger, day: date) -> str:
-    c = led.customer
-    since = c.get("tax_jurisdiction_since")
-    if since and day.isoformat() < since and c.get("previous_tax_jurisdiction"):
-        return str(c["previous_tax_jurisdiction"])
-    return str(c["tax_jurisdiction"])
-
-
-def _covers(led: Ledger, day: date, jurisdiction: str | None = None) -> bool:
-    c = led.customer
-    if not c["exemption_certificate_id"]:
-        return False
-    inside = c["exemption_valid_from"] <= day.isoformat() < c["exemption_valid_until"]
-    where = c.get("exemption_jurisdiction")
-    return inside and (jurisdiction is None or where in (None, jurisdiction))
-
-
-def _fx_on(led: Ledger, currency: str, day: date | None) -> Fraction | None:
-    if day is None:
-        return None
-    return Fraction(1) if currency == "USD" else led.fx.get((currency, day.isoformat()))
-
-
-def _fx_row_before(led: Ledger, inv: Bill) -> date | None:
-    if inv.inputs["currency"] == "USD":
-        return inv.issue_day
-    days = [date.fromisoformat(d) for q, d in led.fx if q == inv.inputs["currency"]]
-    return max((d for d in days if d <= inv.issue_day), default=None)
-
-
-def _recomputed(inv: Bill) -> Any:
-    try:
-        return compute_invoice(inputs_from_json(json.dumps(inv.inputs, sort_keys=True)))
-    except (BillingError, KeyError, TypeError, ValueError):
-        return None
-
-
-def _paid(led: Ledger, inv: Bill) -> int:
-    rows = led.payments.get(inv.id, [])
-    return sum(c for c, s, _ in rows if s == "succeeded") - sum(
-        c for c, s, _ in rows if s == "refunded"
-    )
-
-
-def _ends(led: Ledger, sub: str) -> list[date]:
-    return led.ends(sub, "canceled")
-
-
-def _plan(inv: Bill) -> dict[str, Any]:
-    return inv.inputs["plan"]
-
-
-def _f(value: object) -> float | None:
-    return None if value is None else float(value)  # type: ignore[arg-type]
-
-
 # fields: record -> field -> (kind, reader) ------------------------------------------------------
 
 INVOICE: dict[str, tuple[str, Reader]] = {
-    "plan_id": (ID, lambda led, i: _plan(i)["plan_id"]),
+    "plan_id": (ID, lambda led, i: billed_plan(i)["plan_id"]),
     "seats": (NUMBER, lambda led, i: i.inputs["seats"]),
-    "unit_price": (NUMBER, lambda led, i: cents(_plan(i)["unit_price"])),
-    "included_units": (NUMBER, lambda led, i: _plan(i)["included_units"]),
-    "overage_unit_price": (NUMBER, lambda led, i: cents(_plan(i)["overage_unit_price"])),
+    "unit_price": (NUMBER, lambda led, i: cents(billed_plan(i)["unit_price"])),
+    "included_units": (NUMBER, lambda led, i: billed_plan(i)["included_units"]),
+    "overage_unit_price": (NUMBER, lambda led, i: cents(billed_plan(i)["overage_unit_price"])),
     "usage_units": (NUMBER, lambda led, i: i.inputs["usage_units"]),
-    "tax_rate": (NUMBER, lambda led, i: _f(rate(i.inputs["tax_rate"]))),
+    "tax_rate": (NUMBER, lambda led, i: as_float(rate(i.inputs["tax_rate"]))),
     "tax_jurisdiction": (ID, lambda led, i: i.inputs["tax_jurisdiction"]),
     "tax_exempt": (ID, lambda led, i: bool(i.inputs["tax_exempt"])),
     "currency": (ID, lambda led, i: i.inputs["currency"]),
-    "fx_rate": (NUMBER, lambda led, i: _f(rate(i.inputs["fx_rate"]))),
+    "fx_rate": (NUMBER, lambda led, i: as_float(rate(i.inputs["fx_rate"]))),
     "fx_rate_date": (DAY, lambda led, i: i.day("fx_rate_date")),
     "plan_change_date": (DAY, lambda led, i: i.day("plan_change_date")),
     "proration_start": (DAY, lambda led, i: i.day("proration_start")),
@@ -188,14 +74,14 @@ INVOICE: dict[str, tuple[str, Reader]] = {
     "discount": (NUMBER, lambda led, i: i.discount),
     "tax": (NUMBER, lambda led, i: i.tax),
     "total": (NUMBER, lambda led, i: i.total),
-    "amount_paid": (NUMBER, lambda led, i: _paid(led, i)),
+    "amount_paid": (NUMBER, lambda led, i: net_paid(led, i)),
     "amount_credited": (NUMBER, lambda led, i: led.credits.get(i.id, 0)),
 }
 
 
 def _amount(name: str) -> Reader:
     def read(led: Ledger, inv: Bill) -> Value:
-        amounts = _recomputed(inv)
+        amounts = recomputed(inv)
         return None if amounts is None else getattr(amounts, f"{name}_cents")
 
     return read
@@ -213,23 +99,25 @@ INVOICE_TRUTHS: dict[str, dict[str, Reader]] = {
     "seats": {
         "seats in force at period start": _in_force("seats_changed", "seats", "start"),
         "subscription row seats": lambda led, i: led.subs[i.sub]["seats"],
-        "seats the plan's pricing allows": lambda led, i: _allowed_seats(led, _plan(i)["plan_id"]),
+        "seats the plan's pricing allows": lambda led, i: allowed_seats(
+            led, billed_plan(i)["plan_id"]
+        ),
     },
     "unit_price": {
         "price history at period start": lambda led, i: led.unit_price(
-            _plan(i)["plan_id"], i.start
+            billed_plan(i)["plan_id"], i.start
         ),
         "price history at issue day": lambda led, i: led.unit_price(
-            _plan(i)["plan_id"], i.issue_day
+            billed_plan(i)["plan_id"], i.issue_day
         ),
     },
     "included_units": {
-        "plan catalogue": lambda led, i: (led.plans.get(_plan(i)["plan_id"]) or {}).get(
+        "plan catalogue": lambda led, i: (led.plans.get(billed_plan(i)["plan_id"]) or {}).get(
             "included_units"
         ),
     },
     "overage_unit_price": {
-        "plan catalogue": lambda led, i: (led.plans.get(_plan(i)["plan_id"]) or {}).get(
+        "plan catalogue": lambda led, i: (led.plans.get(billed_plan(i)["plan_id"]) or {}).get(
             "overage_unit_price_cents"
         ),
     },
@@ -239,53 +127,53 @@ INVOICE_TRUTHS: dict[str, dict[str, Reader]] = {
         ),
     },
     "tax_rate": {
-        "table rate, recorded jurisdiction, issue day": lambda led, i: _f(
+        "table rate, recorded jurisdiction, issue day": lambda led, i: as_float(
             led.tax_rate(i.inputs["tax_jurisdiction"], i.issue_day)
         ),
-        "table rate, customer's jurisdiction then, issue day": lambda led, i: _f(
-            led.tax_rate(_jurisdiction_on(led, i.issue_day), i.issue_day)
+        "table rate, customer's jurisdiction then, issue day": lambda led, i: as_float(
+            led.tax_rate(jurisdiction_on(led, i.issue_day), i.issue_day)
         ),
     },
     "tax_jurisdiction": {
-        "customer's jurisdiction on the issue day": lambda led, i: _jurisdiction_on(
+        "customer's jurisdiction on the issue day": lambda led, i: jurisdiction_on(
             led, i.issue_day
         ),
         "customer's jurisdiction now": lambda led, i: led.customer["tax_jurisdiction"],
     },
     "tax_exempt": {
-        "certificate window covers the issue day": lambda led, i: _covers(led, i.issue_day),
-        "certificate covers the issue day and jurisdiction": lambda led, i: _covers(
+        "certificate window covers the issue day": lambda led, i: covers(led, i.issue_day),
+        "certificate covers the issue day and jurisdiction": lambda led, i: covers(
             led, i.issue_day, i.inputs["tax_jurisdiction"]
         ),
     },
     "currency": {"customer currency": lambda led, i: led.customer["currency"]},
     "fx_rate": {
-        "fx table at the recorded date": lambda led, i: _f(
-            _fx_on(led, i.inputs["currency"], i.day("fx_rate_date"))
+        "fx table at the recorded date": lambda led, i: as_float(
+            fx_on(led, i.inputs["currency"], i.day("fx_rate_date"))
         ),
-        "fx table at the issue day": lambda led, i: _f(
-            _fx_on(led, i.inputs["currency"], i.issue_day)
+        "fx table at the issue day": lambda led, i: as_float(
+            fx_on(led, i.inputs["currency"], i.issue_day)
         ),
-        "fx table, latest row by the issue day": lambda led, i: _f(
-            _fx_on(led, i.inputs["currency"], _fx_row_before(led, i))
+        "fx table, latest row by the issue day": lambda led, i: as_float(
+            fx_on(led, i.inputs["currency"], fx_row_before(led, i))
         ),
     },
     "fx_rate_date": {
         "issue day": lambda led, i: i.issue_day,
-        "latest fx row by the issue day": _fx_row_before,
+        "latest fx row by the issue day": fx_row_before,
         "period start": lambda led, i: i.start,
     },
     "plan_change_date": {
-        "nearest immediate plan_changed local day": lambda led, i: _nearest(
+        "nearest immediate plan_changed local day": lambda led, i: nearest(
             i.day("plan_change_date"),
             [e.day for e in led.of_type(i.sub, "plan_changed") if immediate(e)],
         ),
-        "nearest plan_changed event's effective date": lambda led, i: _nearest(
+        "nearest plan_changed event's effective date": lambda led, i: nearest(
             i.day("plan_change_date"),
             [
                 d
                 for e in led.of_type(i.sub, "plan_changed")
-                if (d := _date_of(e.details.get("effective")))
+                if (d := date_of(e.details.get("effective")))
             ],
         ),
         "period start": lambda led, i: i.start,
@@ -296,8 +184,8 @@ INVOICE_TRUTHS: dict[str, dict[str, Reader]] = {
         "period start": lambda led, i: i.start,
     },
     "proration_end": {
-        "nearest cancellation end": lambda led, i: _nearest(
-            i.day("proration_end"), _ends(led, i.sub)
+        "nearest cancellation end": lambda led, i: nearest(
+            i.day("proration_end"), cancel_ends(led, i.sub)
         ),
         "period end": lambda led, i: i.end,
     },
@@ -305,17 +193,17 @@ INVOICE_TRUTHS: dict[str, dict[str, Reader]] = {
         "coupon in force at period start": lambda led, i: led.coupon_on(i.sub, i.start)
     },
     "period_start": {
-        "nearest cancellation end": lambda led, i: _nearest(i.start, _ends(led, i.sub)),
+        "nearest cancellation end": lambda led, i: nearest(i.start, cancel_ends(led, i.sub)),
         "last trial_ended local day": lambda led, i: led.trial_end(i.sub),
         "subscription start day": lambda led, i: led.anchor(i.sub),
     },
-    "issue_day": {"period start": lambda led, i: i.start, "dispute day": _dispute_day},
+    "issue_day": {"period start": lambda led, i: i.start, "dispute day": dispute_day},
     "subtotal": {"recomputed from the recorded inputs": _amount("subtotal")},
     "discount": {"recomputed from the recorded inputs": _amount("discount")},
     "tax": {"recomputed from the recorded inputs": _amount("tax")},
     "total": {
         "recomputed from the recorded inputs": _amount("total"),
-        "amount paid": lambda led, i: _paid(led, i),
+        "amount paid": lambda led, i: net_paid(led, i),
     },
     "amount_paid": {
         "total": lambda led, i: i.total,
@@ -323,7 +211,7 @@ INVOICE_TRUTHS: dict[str, dict[str, Reader]] = {
     },
     "amount_credited": {
         "total": lambda led, i: i.total,
-        "amount paid - total": lambda led, i: _paid(led, i) - i.total,
+        "amount paid - total": lambda led, i: net_paid(led, i) - i.total,
     },
 }
 
@@ -373,20 +261,20 @@ EVENT: dict[str, tuple[str, Reader]] = {
     "from_seats": (NUMBER, _detail("from_seats", "seats_changed")),
     "to_seats": (NUMBER, _detail("to_seats", "seats_changed")),
     "day": (DAY, lambda led, e: e.day),
-    "effective date": (DAY, lambda led, e: _date_of(e.details.get("effective"))),
+    "effective date": (DAY, lambda led, e: date_of(e.details.get("effective"))),
 }
 EVENT_TRUTHS: dict[str, dict[str, Reader]] = {
     "from_plan_id": {"plan in force before the event": _before_plan},
     "to_plan_id": {"plan in force before the event": _before_plan},
     "from_seats": {"seats in force before the event": _before_seats},
     "to_seats": {
-        "seats the plan in force allows": lambda led, e: _allowed_seats(led, _before_plan(led, e))
+        "seats the plan in force allows": lambda led, e: allowed_seats(led, _before_plan(led, e))
     },
     "day": {
         "end of a confirmed cancellation before it": _cancel_end_before,
         "cancel_requested day before a canceled": _request_day,
         "trial_started day + trial_days": _trial_end_logged,
-        "dispute day": _dispute_day,
+        "dispute day": dispute_day,
     },
     "effective date": {"the event's own day": lambda led, e: e.day},
 }
@@ -396,7 +284,7 @@ SUBSCRIPTION: dict[str, tuple[str, Reader]] = {
 }
 SUBSCRIPTION_TRUTHS: dict[str, dict[str, Reader]] = {
     "seats": {
-        "seats the row's plan allows": lambda led, s: _allowed_seats(led, led.subs[s]["plan_id"]),
+        "seats the row's plan allows": lambda led, s: allowed_seats(led, led.subs[s]["plan_id"]),
     },
     "plan_id": {
         "plan in force on the dispute day": lambda led, s: led.in_force(
@@ -405,12 +293,12 @@ SUBSCRIPTION_TRUTHS: dict[str, dict[str, Reader]] = {
     },
 }
 OTHER: dict[str, dict[str, tuple[str, Reader, dict[str, Reader]]]] = {
-    "fx row": {"date": (DAY, lambda led, d: d, {"dispute day": _dispute_day})},
+    "fx row": {"date": (DAY, lambda led, d: d, {"dispute day": dispute_day})},
     "payment": {
         "paid day": (
             DAY,
             lambda led, p: led.local_day(p[1]),
-            {"dispute day": _dispute_day, "invoice issue day": lambda led, p: p[0].issue_day},
+            {"dispute day": dispute_day, "invoice issue day": lambda led, p: p[0].issue_day},
         )
     },
 }
