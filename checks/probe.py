@@ -5,18 +5,19 @@ Fits on train scenarios; measures on a disjoint train slice ("train-test"), on e
 single-feature rule per class and feature, (b) a tree and a logistic model on surface features,
 then with the recorded billing inputs' values added, (c) bag-of-words on complaints, (d) label
 accuracy overall and per level, (e) fingerprint tokens (value shapes of the public tables),
-(f) one-comparison checks (a record against its source of truth). Exits 1 when a gate breaks;
+(f) one-comparison checks (a record against its source of truth), (g) the pair search (a
+depth-2 tree per related pair of fields on its discrepancy's size, sign, ratio and day gap).
+Exits 1 when a gate breaks;
 every gate is printed with its value, bound and margin, on every sample it is checked on:
   - single-feature rule: support >= 2% and precision > 0.5 for a faulted class (test pool),
   - surface model (with or without recorded inputs): accuracy > 0.35,
   - text model: accuracy > 0.45; the class-balanced one: no_error recall > 0.3,
   - fingerprint token: support >= 1% and precision > 0.5 for a faulted class (train; test pool),
-  - comparison check at L2 or L3: support >= 1% and precision > 0.85 for a faulted class.
+  - comparison check at L2 or L3: support >= 1% and precision > 0.85 for a faulted class,
+  - pair-rule (a tree leaf) at L2 or L3: support >= 1% and precision > 0.85 for its class.
 Run: `python -m checks.probe [--train 5000] [--test-train 1000] [--workers N] [--json PATH]`.
-`--known FILE` (written by `--write-known FILE`) is a ratchet for gates a world change does not
-meet yet: such a gate may keep failing, but not get worse than its recorded value by more than
-`KNOWN_SLACK`; any other failing gate still fails the probe. Without it (what CI runs), every
-broken gate fails.
+`--known FILE` (written by `--write-known FILE`) is the ratchet of `checks.probe_gates`: a gate
+it lists may keep failing, no worse than recorded; every other broken gate fails the probe.
 """
 
 from __future__ import annotations
@@ -32,6 +33,13 @@ from typing import Any
 import numpy as np
 
 from checks.probe_features import Row, Sample, eval_priors, feature_names, load, train_seeds
+from checks.probe_gates import (
+    NOTHING_KNOWN,
+    Gate,
+    judge,
+    load_known,
+    write_known,
+)
 from checks.probe_models import (
     MIN_SUPPORT,
     Fitted,
@@ -48,6 +56,15 @@ from checks.probe_models import (
     raw,
     recall,
 )
+from checks.probe_pairs import PAIRS
+from checks.probe_search import (
+    PAIR_LEVELS,
+    PAIR_PRECISION,
+    PairRule,
+    gate_value,
+    print_pair_rules,
+    search,
+)
 from checks.probe_signals import (
     CHECK_LEVELS,
     CHECK_PRECISION,
@@ -59,7 +76,7 @@ from checks.probe_signals import (
     print_tokens,
     token_results,
 )
-from env.cli import EXIT_FAILED, Parser, UsageError, positive_int, run_command
+from env.cli import EXIT_FAILED, Parser, positive_int, run_command
 from env.generation.splits import split_seeds
 from env.labels import DIFFICULTIES, HELDOUT_LABEL, ROOT_CAUSES
 
@@ -72,6 +89,7 @@ POOLED = "eval+val"  # model gates use both splits together: 200 scenarios, not 
 HOLD = "train-test"  # train seeds after the fitting ones: never fitted on
 SIGNAL_SAMPLES = ("train", "test pool")
 TOP_RULES = 3
+PAIR_SAMPLE = "both"  # a pair-rule: support on train, the lower precision of train and test pool
 Driver = tuple[Fitted, Sample]  # a logistic model and the eval+val sample its drivers read
 
 
@@ -99,25 +117,6 @@ class ModelResult:
     accuracy: dict[str, float]  # "eval", "val", "eval+val", "eval+val L1", ..., "train-test"
     no_error_recall: dict[str, float]
     no_error_precision: dict[str, float]
-
-
-@dataclass(frozen=True)
-class Gate:
-    """One bound on one sample. margin = bound - value: negative means the gate broke."""
-
-    name: str
-    sample: str
-    value: float
-    bound: float
-    worst: str  # what gives the value
-
-    @property
-    def margin(self) -> float:
-        return self.bound - self.value
-
-    @property
-    def holds(self) -> bool:
-        return self.value <= self.bound
 
 
 def rule_results(
@@ -182,6 +181,7 @@ def all_gates(
     models: Sequence[ModelResult],
     tokens: Sequence[TokenResult] = (),
     checks: Sequence[CheckResult] = (),
+    pair_rules: Sequence[PairRule] = (),
 ) -> list[Gate]:
     """Every gate on every sample it is checked on; a max-type gate names its worst item."""
     gates: list[Gate] = []
@@ -214,6 +214,9 @@ def all_gates(
             value = worst_check.gate_value(sample, level)
             text = f"{label}: {worst_check.name}"
             gates.append(Gate(f"check precision {level}", sample, value, CHECK_PRECISION, text))
+    for level in PAIR_LEVELS if pair_rules else ():
+        value, text = gate_value(pair_rules, level)
+        gates.append(Gate(f"pair-rule precision {level}", PAIR_SAMPLE, value, PAIR_PRECISION, text))
     return gates
 
 
@@ -353,80 +356,9 @@ def _write_json(path: Path, gates: Sequence[Gate], **sections: Sequence[Any]) ->
         payload[name] = [
             asdict(r) | ({"breaks_gate": r.breaks_gate} if hasattr(r, "breaks_gate") else {})
             for r in results
-            if name != "tokens" or getattr(r, "breaks_gate", False)  # 2,000 tokens: the tells
+            if name not in ("tokens", "pair_rules") or getattr(r, "breaks_gate", False)  # the tells
         ]
     path.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
-
-
-KNOWN_SLACK = 0.03  # sampling noise of a 100-scenario split is about +-0.05 at worst
-
-
-@dataclass(frozen=True)
-class Known:
-    """The ratchet: gates the world does not meet yet, with their recorded values, and the
-    fingerprint tokens and comparison checks that break their gates today; nothing else may."""
-
-    gates: dict[tuple[str, str], float]
-    tokens: frozenset[str]
-    checks: frozenset[str]
-
-
-NOTHING_KNOWN = Known({}, frozenset(), frozenset())
-
-
-def load_known(path: Path) -> Known:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        gates = {(e["name"], e["sample"]): float(e["value"]) for e in data["gates"]}
-        return Known(gates, frozenset(data["tokens"]), frozenset(data["checks"]))
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise UsageError(f"--known {path}: not a readable ratchet file ({exc})") from None
-
-
-def write_known(
-    path: Path, gates: Sequence[Gate], tokens: Sequence[TokenResult], checks: Sequence[CheckResult]
-) -> None:
-    payload = {
-        "why": "gates the world does not meet yet; checks.probe --known keeps them from "
-        "getting worse and fails on any new broken gate, fingerprint token or comparison check",
-        "gates": [
-            {"name": g.name, "sample": g.sample, "value": round(g.value, 3)}
-            for g in gates
-            if not g.holds
-        ],
-        "tokens": sorted(t.token for t in tokens if t.breaks_gate),
-        "checks": sorted(c.name for c in checks if c.breaks_gate),
-    }
-    path.write_text(json.dumps(payload, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-
-
-def judge(
-    gates: Sequence[Gate],
-    known: Known,
-    tokens: Sequence[TokenResult] = (),
-    checks: Sequence[CheckResult] = (),
-) -> list[str]:
-    """The failures that count: a broken gate not in `known` or worse than recorded, and any
-    token or check past its gate that `known` does not list."""
-    failures = []
-    for g in gates:
-        recorded = known.gates.get((g.name, g.sample))
-        if g.holds:
-            if recorded is not None and recorded > g.bound:
-                print(f"FIXED: {g.name} on {g.sample} now holds; remove it from the known list")
-            continue
-        line = f"{g.name} on {g.sample}: {g.value:.2f} > {g.bound} ({g.worst})"
-        if recorded is not None and g.value <= recorded + KNOWN_SLACK:
-            print(f"known (not yet met, recorded {recorded:.2f}): {line}")
-        else:
-            worse = "" if recorded is None else f", worse than recorded {recorded:.2f}"
-            failures.append(line + worse)
-    if known.gates:  # a ratchet run: what breaks must already be on the list
-        failures += [f"new fingerprint token: {t.token}" for t in tokens
-                     if t.breaks_gate and t.token not in known.tokens]  # fmt: skip
-        failures += [f"new decisive comparison check: {c.name}" for c in checks
-                     if c.breaks_gate and c.name not in known.checks]  # fmt: skip
-    return failures
 
 
 def _main(argv: Sequence[str] | None) -> int:
@@ -450,6 +382,10 @@ def _main(argv: Sequence[str] | None) -> int:
     signal_samples = dict(zip(SIGNAL_SAMPLES, (fit.rows + heldout.rows, test.rows), strict=True))
     tokens = token_results(fit.rows + heldout.rows, test.rows, eval_priors())
     checks = check_results(signal_samples, eval_priors())
+    searched = time.monotonic()
+    with one_thread():
+        pair_rules = search(signal_samples["train"], signal_samples, eval_priors())
+    searched = time.monotonic() - searched
     print(
         f"shortcut probe: fitted on {len(fit)} train scenarios, {len(names)} surface features "
         f"(+{drivers[1][1].X.shape[1] - len(names)} recorded-input values); eval "
@@ -463,11 +399,13 @@ def _main(argv: Sequence[str] | None) -> int:
         print_drivers(model, pooled.names, pooled)
     print_tokens(tokens)
     print_checks(checks, SIGNAL_SAMPLES)
-    gates = all_gates(rules, models, tokens, checks)
+    print_pair_rules(pair_rules, SIGNAL_SAMPLES, len(PAIRS))
+    print(f"pair search: {searched:.1f}s")
+    gates = all_gates(rules, models, tokens, checks, pair_rules)
     print_gates(gates)
-    failures = judge(gates, known, tokens, checks)
+    failures = judge(gates, known, tokens, checks, pair_rules)
     if args.write_known:
-        write_known(args.write_known, gates, tokens, checks)
+        write_known(args.write_known, gates, tokens, checks, pair_rules)
     for line in failures:
         print(f"GATE FAILED: {line}")
     broken = sum(not g.holds for g in gates)
@@ -476,7 +414,8 @@ def _main(argv: Sequence[str] | None) -> int:
         f"broken, {broken - len(failures)} of them known)"
     )
     if args.json:
-        _write_json(args.json, gates, rules=rules, models=models, tokens=tokens, checks=checks)
+        _write_json(args.json, gates, rules=rules, models=models, tokens=tokens, checks=checks,
+                    pair_rules=pair_rules)  # fmt: skip
     return EXIT_FAILED if failures else 0
 
 

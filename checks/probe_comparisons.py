@@ -388,6 +388,10 @@ CHECK_NAMES: tuple[str, ...] = tuple(c.name for c in CATALOGUE)
 
 def fired_checks(db: sqlite3.Connection) -> dict[str, frozenset[str]]:
     """Check name -> the records it flags, for every check that fires on this database."""
-    led = ledger_of(db)
+    return fired_on(ledger_of(db))
+
+
+def fired_on(led: Ledger) -> dict[str, frozenset[str]]:
+    """The same on a ledger already read."""
     found = {c.name: c.check(led) for c in CATALOGUE}
     return {name: ids for name, ids in found.items() if ids}

@@ -4,7 +4,8 @@ Every feature is read from the public scenario database (the tables the agent's 
 never from the truth, and no record is compared with another: counts of rows, flags, currencies,
 local hours of timestamps, memo/notes present, event-type counts, payments per invoice; and,
 named `recorded_*`, the values of the invoices' recorded billing inputs (seats, rates, units,
-proration offsets). A deep row adds the fingerprint tokens and the comparison checks that fire.
+proration offsets). A deep row adds the fingerprint tokens, the comparison checks that fire
+and the pair search's numbers.
 If one of these predicts a label, the world gives its answer away (design §1.2). The truth is
 read solely for the label (and the overcharged invoices) a model is fitted to and scored on.
 """
@@ -22,8 +23,10 @@ from zoneinfo import ZoneInfo
 
 import numpy as np
 
-from checks.probe_comparisons import fired_checks
+from checks.probe_comparisons import fired_on
 from checks.probe_fingerprints import tokens_of
+from checks.probe_ledger import ledger_of
+from checks.probe_pairs import pair_features
 from env.cli import map_seeds
 from env.engine.money import parse_amount, parse_rate
 from env.generation.generator import generate
@@ -273,6 +276,7 @@ class Row:
     tokens: frozenset[str] = frozenset()  # deep rows only
     fired: dict[str, frozenset[str]] = field(default_factory=dict)  # check -> records it flags
     victims: frozenset[str] = frozenset()  # the overcharged invoices (truth, for scoring only)
+    pairs: dict[str, float] = field(default_factory=dict)  # pair search: `pair|stat` -> value
 
 
 def row_of(split: str, seed: int) -> Row:
@@ -293,12 +297,12 @@ def deep_row_of(split: str, seed: int) -> Row:
     db = sqlite3.connect(":memory:")
     try:
         db.deserialize(scenario.database)
-        features, tokens, fired = _features(db), tokens_of(db), fired_checks(db)
+        features, tokens, led = _features(db), tokens_of(db), ledger_of(db)
     finally:
         db.close()
     return Row(
         scenario.scenario_id, truth.label, scenario.difficulty, scenario.complaint, features,
-        tokens, fired, frozenset(truth.overcharges),
+        tokens, fired_on(led), frozenset(truth.overcharges), pair_features(led),
     )  # fmt: skip
 
 

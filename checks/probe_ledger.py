@@ -67,6 +67,8 @@ class Ledger:
     usage: dict[tuple[str, str], int]  # (subscription, ISO period_end) -> units
     invoices: list[Bill]
     payments: dict[str, list[tuple[int, str, str]]] = field(default_factory=dict)
+    credits: dict[str, int] = field(default_factory=dict)  # invoice -> credit notes' sum
+    opened: date | None = None  # the dispute's local day (the world's now)
 
     def local_day(self, stamp: str) -> date:
         moment = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
@@ -199,6 +201,10 @@ def ledger_of(db: sqlite3.Connection) -> Ledger:
         "SELECT invoice_id, amount_cents, paid_at, status FROM payments ORDER BY paid_at"
     ):
         ledger.payments[invoice].append((cents, status, paid_at))
+    for invoice, cents in db.execute("SELECT invoice_id, amount_cents FROM credit_notes"):
+        ledger.credits[invoice] = ledger.credits.get(invoice, 0) + cents
+    opened = db.execute("SELECT MIN(opened_at) FROM disputes").fetchone()[0]
+    ledger.opened = None if opened is None else ledger.local_day(opened)
     return ledger
 
 

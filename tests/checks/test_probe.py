@@ -15,7 +15,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from checks import probe, probe_signals
+from checks import probe_gates, probe_signals
 from checks.probe import (
     POOLED,
     Gate,
@@ -263,8 +263,8 @@ def test_a_user_mistake_is_one_line_and_status_two(capsys: pytest.CaptureFixture
 # the ratchet (--known): gates the world does not meet yet may not get worse, nothing new may break
 
 
-def _gate(value: float, name: str = "token precision", sample: str = "train") -> probe.Gate:
-    return probe.Gate(name, sample, value, 0.5, "worst")
+def _gate(value: float, name: str = "token precision", sample: str = "train") -> probe_gates.Gate:
+    return probe_gates.Gate(name, sample, value, 0.5, "worst")
 
 
 def _token(name: str, precision: float) -> probe_signals.TokenResult:
@@ -273,27 +273,29 @@ def _token(name: str, precision: float) -> probe_signals.TokenResult:
 
 
 def test_a_known_broken_gate_passes_the_ratchet_while_it_does_not_get_worse() -> None:
-    known = probe.Known({("token precision", "train"): 0.9}, frozenset(), frozenset())
-    assert probe.judge([_gate(0.91)], known) == []
-    assert probe.judge([_gate(0.99)], known) != []
+    known = probe_gates.Known({("token precision", "train"): 0.9}, frozenset(), frozenset())
+    assert probe_gates.judge([_gate(0.91)], known) == []
+    assert probe_gates.judge([_gate(0.99)], known) != []
 
 
 def test_a_broken_gate_the_ratchet_does_not_list_fails() -> None:
-    known = probe.Known({("token precision", "train"): 0.9}, frozenset(), frozenset())
-    assert probe.judge([_gate(0.6, "logistic accuracy", "eval+val")], known) != []
-    assert probe.judge([_gate(0.6)], probe.NOTHING_KNOWN) != []
+    known = probe_gates.Known({("token precision", "train"): 0.9}, frozenset(), frozenset())
+    assert probe_gates.judge([_gate(0.6, "logistic accuracy", "eval+val")], known) != []
+    assert probe_gates.judge([_gate(0.6)], probe_gates.NOTHING_KNOWN) != []
 
 
 def test_a_new_fingerprint_token_fails_the_ratchet_even_under_a_known_gate() -> None:
-    known = probe.Known({("token precision", "train"): 1.0}, frozenset({"old"}), frozenset())
+    known = probe_gates.Known({("token precision", "train"): 1.0}, frozenset({"old"}), frozenset())
     tokens = [_token("old", 1.0), _token("new", 0.8)]
-    failures = probe.judge([_gate(1.0)], known, tokens)
+    failures = probe_gates.judge([_gate(1.0)], known, tokens)
     assert failures == ["new fingerprint token: new"]
 
 
 def test_the_known_file_round_trips_what_breaks_today(tmp_path) -> None:
     path = tmp_path / "known.json"
-    probe.write_known(path, [_gate(0.8), _gate(0.2, sample="test pool")], [_token("t", 0.9)], [])
-    known = probe.load_known(path)
+    probe_gates.write_known(
+        path, [_gate(0.8), _gate(0.2, sample="test pool")], [_token("t", 0.9)], []
+    )
+    known = probe_gates.load_known(path)
     assert known.gates == {("token precision", "train"): 0.8}
     assert known.tokens == {"t"} and known.checks == frozenset()

@@ -283,13 +283,16 @@ def _downgrade_pair(b: WorldBuilder, plans: dict[str, Plan]) -> tuple[Plan, Plan
     """(old, new, seats): Business -> Team, or Team -> Starter when Starter is clearly cheaper.
 
     Only the new plan's price may rise later (by at most 12 %), so the margin keeps the old
-    plan dearer in every period.
+    plan dearer in every period. Team -> Starter at L1 only: the story keeps its Team seats on
+    the flat Starter (before the decoy upgrade, after a late change), a value no other story
+    writes and no legitimate cause shares (design §1.2: a shape with no honest twin stays at L1).
     """
     team, starter = plans["TEAM"], plans["STARTER"]
     seats = seats_for(b, team)
     team_cost = team.prices[0][0] * seats
     draw = b.rng.random()
-    if draw < 0.3 and team_cost > starter.prices[0][0] * 115 // 100:
+    flat_ok = b.difficulty == "L1"
+    if draw < 0.3 and flat_ok and team_cost > starter.prices[0][0] * 115 // 100:
         return team, starter, seats
     growth, scale = plans["GROWTH"], plans["SCALE"]
     # a pay-as-you-go Growth has no allowance for `_usage_within` (0 units is no real month)
