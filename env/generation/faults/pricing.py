@@ -296,7 +296,9 @@ def _usage_fallback(
         return [inv for inv in after_trial if inv.billed.plan.plan_id == story.sub.plan_id]
 
     other = "included_not_subtracted" if variant == "double_counted" else "double_counted"
+    current = [inv for inv in billed if inv.billed.plan.plan_id == story.sub.plan_id]
     tries = [(variant, whole(variant)), (other, whole(other)), ("double_counted", billed)]
+    tries += [("included_not_subtracted", current), ("included_not_subtracted", billed)]
     for form, pool in tries:
         hit = [i for i, inv in enumerate(pool) if _fault_overcharges(inv, form)]
         if hit:
