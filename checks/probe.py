@@ -59,6 +59,7 @@ from checks.probe_signals import (
     print_tokens,
     token_results,
 )
+from checks.probe_topics import topic_gates
 from env.cli import EXIT_FAILED, Parser, UsageError, positive_int, run_command
 from env.generation.splits import split_seeds
 from env.labels import DIFFICULTIES, HELDOUT_LABEL, ROOT_CAUSES
@@ -463,7 +464,9 @@ def _main(argv: Sequence[str] | None) -> int:
         print_drivers(model, pooled.names, pooled)
     print_tokens(tokens)
     print_checks(checks, SIGNAL_SAMPLES)
-    gates = all_gates(rules, models, tokens, checks)
+    gates = all_gates(rules, models, tokens, checks) + [
+        Gate(*g) for g in topic_gates({"train": fit.rows, "eval": samples["eval"].rows})
+    ]
     print_gates(gates)
     failures = judge(gates, known, tokens, checks)
     if args.write_known:

@@ -107,6 +107,26 @@ def report(name: str, rows: Sequence[TopicRow]) -> list[str]:
     return lines
 
 
+def topic_gates(
+    rows_by_sample: dict[str, Sequence[object]],
+) -> list[tuple[str, str, float, float, str]]:
+    """checks.probe's text section: prints the table per sample and returns its gates as
+    (name, sample, value, bound, worst): the worst topic (support >= MIN_TOPIC_SUPPORT) and
+    the overall share, each <= TOPIC_PRECISION. Rows carry label, difficulty, complaint."""
+    gates = []
+    for name, rows in rows_by_sample.items():
+        pairs = [(r.label, r.difficulty, r.complaint) for r in rows]  # type: ignore[attr-defined]
+        table = topic_table(pairs)
+        print("\n".join(report(name, table)))
+        worst = worst_topic(table)
+        if worst is not None:
+            where = f"{worst.topic} ({worst.own}/{worst.support})"
+            gates.append(("topic precision L2", name, worst.precision, TOPIC_PRECISION, where))
+        overall = overall_precision(table)
+        gates.append(("topic precision L2 overall", name, overall, TOPIC_PRECISION, "-"))
+    return gates
+
+
 def _main(argv: Sequence[str] | None) -> int:
     parser = Parser(prog="python -m checks.probe_topics", description=topic_table.__doc__)
     parser.add_argument("--limit", type=positive_int, default=1000, help="train scenarios")
