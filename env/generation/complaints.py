@@ -203,9 +203,11 @@ def choose_source(b: WorldBuilder, outcome: FaultOutcome, cues: Cues) -> tuple[s
 
 
 def _pick_body(b: WorldBuilder, source: str, pool: str, level: str, slots: dict[str, str]) -> str:
-    fitting = [x for x in bodies(source, pool, level) if placeholders(x) <= slots.keys()]
+    # a body that quotes the tax never quotes a tax of 0.00 (nothing to dispute there)
+    usable = {k for k, v in slots.items() if not (k == "tax" and v == format_cents(0))}
+    fitting = [x for x in bodies(source, pool, level) if placeholders(x) <= usable]
     if not fitting:  # the world lacks the facts this class's bodies quote
-        fitting = [x for x in bodies(GENERIC, pool, level) if placeholders(x) <= slots.keys()]
+        fitting = [x for x in bodies(GENERIC, pool, level) if placeholders(x) <= usable]
     return str(b.pick(fitting))
 
 
