@@ -392,7 +392,13 @@ class WorldBuilder:
             return
         share = (day - start).days / (end - start).days
         units = int(self.usage_level(story) * self.rng.uniform(0.6, 1.8) * share)
-        story.sub.usage.append((start.isoformat(), end.isoformat(), units))
+        trial = story.trial_end
+        if trial is not None and start < trial < day:  # the trial's part apart (not billed)
+            in_trial = min(units, int(units * (trial - start).days / (day - start).days))
+            story.sub.usage.append((start.isoformat(), trial.isoformat(), in_trial))
+            story.sub.usage.append((trial.isoformat(), end.isoformat(), units - in_trial))
+        else:
+            story.sub.usage.append((start.isoformat(), end.isoformat(), units))
         story.sub.usage.sort()
 
     def usage_level(self, story: Story) -> int:
@@ -445,8 +451,9 @@ class WorldBuilder:
             paid_from = trial if trial is not None and start < trial < end else start
             if paid_from != start:  # the share of the trial's days, drawn once per period
                 jitter = story.trial_jitter.setdefault(start, self.rng.uniform(0.8, 1.2))
-                share = (paid_from - start).days / (end - start).days * jitter
-                story.usage_in_trial[start] = min(units, int(units * share))
+                days_share = (paid_from - start).days / (end - start).days
+                share = days_share * jitter / (days_share * jitter + 1 - days_share)  # < 1
+                story.usage_in_trial[start] = int(units * share)
             else:
                 story.usage_in_trial.pop(start, None)
             paid = units - story.usage_in_trial.get(start, 0)
