@@ -446,6 +446,7 @@ def usage_overage_miscalculated(ev: Evidence) -> list[Candidate]:
         if not isinstance(units, int):
             continue
         before = previous_period_start(start).isoformat()
+        before = max(before, str(inputs.get("usage_start") or before))  # none from the trial
         parts = [  # usage is billed in arrears: the records of the period ending at start,
             u.get("units")  # two parts when the plan changed inside it
             for u in listed(timeline.get("usage"))

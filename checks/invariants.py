@@ -40,6 +40,26 @@ def world_problems(connection: sqlite3.Connection, faulted: set[str]) -> list[st
         problems += world.engine_reproduces(row)
         if row["id"] not in faulted:
             problems += [f"{row['id']}: {p}" for p in world.rule_deviations(row)]
+    problems += analyst_problems(connection, faulted)
+    return problems
+
+
+def analyst_problems(connection: sqlite3.Connection, faulted: set[str]) -> list[str]:
+    """What a careful billing analyst would credit on an invoice the fault did not touch
+    (design §1.1, "nothing an analyst would credit is correct"): usage billed from a day of
+    the free trial, the previous period's usage billed on a plan other than the one that
+    period was billed on (a scheduled change), a credit note called partial on the whole
+    total. Reads only what the tools show."""
+    world = _World(connection)
+    problems = []
+    for row in world.invoices:
+        if row["id"] in faulted:
+            continue
+        problems += [f"{row['id']}: {p}" for p in world.usage_an_analyst_would_query(row, faulted)]
+    totals = {r["id"]: r["total_cents"] for r in world.invoices}
+    for n in world.notes:
+        if "partial" in n["reason"].lower() and n["amount_cents"] >= totals[n["invoice_id"]]:
+            problems.append(f"credit note {n['id']} says partial but credits the whole total")
     return problems
 
 
@@ -108,8 +128,10 @@ class _World:
         return problems
 
     def _usage_parts(self, row: sqlite3.Row) -> list[int]:
-        """Units of the previous period's usage records (two parts around a plan change)."""
+        """Units of the previous period's usage records the invoice bills (two parts around a
+        plan change), from `usage_start` where a trial ended inside that period."""
         before = previous_period_start(date.fromisoformat(row["period_start"])).isoformat()
+        before = max(before, json.loads(row["inputs"]).get("usage_start") or before)
         return [
             u["units"]
             for u in sorted(self.usage_rows, key=lambda u: u["period_start"])
@@ -181,12 +203,45 @@ class _World:
         split = inputs.usage_units_before_change
         change = inputs.plan_change_date
         before = previous_period_start(inputs.period_start)
+        before = max(before, inputs.usage_start or before)  # trial usage is not billed
         crossed = change is not None and inputs.previous_plan is not None
         inside = crossed and before < change < inputs.period_start  # type: ignore[operator]
         if inputs.usage_units is not None and inside and len(parts) != 2:
             problems.append("usage across a plan change is not split at the change")
         if inputs.usage_units is not None and split != (parts[0] if len(parts) == 2 else None):
             problems.append("usage split differs from the usage records around the change")
+        return problems
+
+    def trial_end(self, subscription_id: str) -> date | None:
+        """The local day the free trial ended (the last `trial_ended`: an extension moves it)."""
+        ended = [e for e in self.events[subscription_id] if e["type"] == "trial_ended"]
+        return self.local(ended[-1]["occurred_at"]) if ended else None
+
+    def usage_an_analyst_would_query(self, row: sqlite3.Row, faulted: set[str]) -> list[str]:
+        inputs = inputs_from_json(row["inputs"])
+        if inputs.usage_units is None:
+            return []
+        problems = []
+        before = previous_period_start(inputs.period_start)
+        first = max(before, inputs.usage_start or before)
+        trial = self.trial_end(row["subscription_id"])
+        if trial is not None and first < trial and first < inputs.period_start:
+            problems.append(f"bills usage from {first}, inside the free trial (ended {trial})")
+        previous = [
+            r
+            for r in self.invoices
+            if r["subscription_id"] == row["subscription_id"]
+            and r["period_start"] == before.isoformat()
+            and r["period_end"] == row["period_start"]
+        ]
+        used_on = (inputs.scheduled_from_plan or inputs.plan).plan_id
+        if inputs.previous_plan is None and previous and previous[-1]["id"] not in faulted:
+            billed_on = json.loads(previous[-1]["inputs"])["plan"]["plan_id"]
+            if used_on != billed_on:
+                problems.append(
+                    f"bills {before}'s usage on {used_on}, not on {billed_on}, the plan "
+                    "that period was billed on"
+                )
         return problems
 
     def _jurisdiction(self, day: date) -> str:

@@ -76,6 +76,7 @@ from checks.probe_signals import (
     print_tokens,
     token_results,
 )
+from checks.probe_topics import topic_gates
 from env.cli import EXIT_FAILED, Parser, positive_int, run_command
 from env.generation.splits import split_seeds
 from env.labels import DIFFICULTIES, HELDOUT_LABEL, ROOT_CAUSES
@@ -401,7 +402,9 @@ def _main(argv: Sequence[str] | None) -> int:
     print_checks(checks, SIGNAL_SAMPLES)
     print_pair_rules(pair_rules, SIGNAL_SAMPLES, len(PAIRS))
     print(f"pair search: {searched:.1f}s")
-    gates = all_gates(rules, models, tokens, checks, pair_rules)
+    gates = all_gates(rules, models, tokens, checks, pair_rules) + [
+        Gate(*g) for g in topic_gates({"train": fit.rows, "eval": samples["eval"].rows})
+    ]
     print_gates(gates)
     failures = judge(gates, known, tokens, checks, pair_rules)
     if args.write_known:

@@ -25,8 +25,10 @@ from env.tools import TOOL_NAMES, WRITE_TOOLS, BillingTools
 # field bumps it. 1: the nine tools as released; 2: `usage_units_before_change` in an invoice's
 # billing inputs and a recompute's assumptions (world v4: usage split at a plan change); 3: the
 # look-alikes' additive fields (get_customer: previous_tax_jurisdiction, tax_jurisdiction_since,
-# exemption_certificate.jurisdiction); 4: the event vocabulary gains `reactivated` (world v5:
-# after a confirmed cancellation only a reactivation changes a subscription).
+# exemption_certificate.jurisdiction); 4 (world v5): the event vocabulary gains `reactivated` (after
+# a confirmed cancellation only a reactivation changes a subscription), and `usage_start` and
+# `scheduled_from_plan` join an invoice's billing inputs and a recompute's assumptions (trial usage
+# is not billed, usage before a scheduled change bills on the plan it was used on).
 TOOL_CONTRACT_VERSION = 4
 MAX_ARGUMENT_CHARS = 20_000
 MAX_NUMBER_DIGITS = 30  # JSON numbers beyond 10**30 (or below 10**-30) are refused

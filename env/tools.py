@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, ValidationError
 
-from env.engine.billing import BillingError, BillingInputs, compute_invoice
+from env.engine.billing import BillingError, BillingInputs, PlanTerms, compute_invoice
 from env.engine.money import BadAmount, format_cents, parse_amount, parse_rate
 from env.engine.records import inputs_from_json, inputs_to_dict
 from env.findings import AffectedInvoice, Findings, amount_text
@@ -231,6 +231,7 @@ class BillingTools(Lookups):
         start = changes.get("period_start", recorded.period_start)
         if "plan_id" in given:
             changes["plan"] = self.plan_terms(given["plan_id"], start)
+            changes["scheduled_from_plan"] = _used_on(recorded, changes["plan"])
         if "included_units" in given:
             plan = changes.get("plan", recorded.plan)
             changes["plan"] = replace(plan, included_units=given["included_units"])
@@ -362,3 +363,13 @@ def _parse_fx_rate(text: str) -> Any:
     if not 0 < rate < 1000:
         raise InvalidArgument("fx_rate must be a positive decimal such as '0.9214'")
     return rate
+
+
+def _used_on(recorded: BillingInputs, plan: PlanTerms) -> PlanTerms | None:
+    """Another plan billed for the period leaves the previous period's usage (and a proration's
+    remaining days) on the plan it was recorded on (design §1.1: usage bills on the plan it
+    was used on): the recorded `scheduled_from_plan`, else the recorded plan."""
+    if recorded.usage_units is None and recorded.previous_plan is None:
+        return recorded.scheduled_from_plan
+    used_on = recorded.scheduled_from_plan or recorded.plan
+    return None if used_on.plan_id == plan.plan_id else used_on

@@ -8,8 +8,11 @@ cent once, after proration and fx conversion; discount and tax are rounded once 
 World v2 semantics (design §1.1): the subscription line bills the period in advance; a plan
 change dated inside the *previous* period appears as two proration items (credit for the unused
 time on the old plan, charge for the same days on the new one); usage units are those of the
-previous period (billed in arrears). A plan change dated inside the invoice's own period splits
-the period instead (what recompute does with such an override; no correct invoice has one).
+previous period (billed in arrears), on the plan they were used on (`scheduled_from_plan`
+where a scheduled change replaced it at this period start) and only from `usage_start` (a free
+trial's end: usage during a trial is not billed). A plan change dated inside the invoice's own
+period splits the period instead (what recompute does with such an override; no correct invoice
+has one).
 """
 
 from __future__ import annotations
@@ -60,6 +63,9 @@ class BillingInputs:
     coupon: CouponTerms | None = None
     usage_units: int | None = None  # the previous period's units, in arrears
     usage_units_before_change: int | None = None  # of those, used before plan_change_date
+    usage_start: date | None = None  # usage billed from this day (a trial's end), not before
+    scheduled_from_plan: PlanTerms | None = None  # the plan a change scheduled at this period
+    # start replaced: the previous period's usage (and a proration's remaining days) was on it
 
     def with_overrides(self, **changes: object) -> BillingInputs:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -151,7 +157,8 @@ def _proration_lines(inputs: BillingInputs) -> list[InvoiceLine]:
     seats = inputs.seats if inputs.previous_seats is None else inputs.previous_seats
     days, whole = (inputs.period_start - change).days, (inputs.period_start - before).days
     lines = []
-    for plan, sign, what in ((old, -1, "Unused time on"), (inputs.plan, 1, "Remaining time on")):
+    new = inputs.scheduled_from_plan or inputs.plan
+    for plan, sign, what in ((old, -1, "Unused time on"), (new, 1, "Remaining time on")):
         quantity = _quantity(plan, seats)
         exact = Fraction(plan.unit_price_cents * quantity * days, whole) * inputs.fx_rate
         label = (
@@ -184,31 +191,40 @@ def _subscription_lines(inputs: BillingInputs, period_days: int) -> list[Invoice
     return lines
 
 
-def _usage_parts(inputs: BillingInputs) -> list[tuple[PlanTerms, int, date, date, int]]:
+def usage_parts(inputs: BillingInputs) -> list[tuple[PlanTerms, int, date, date, int]]:
     """(plan, units, from, to, included) for each part of the previous period's usage: one
     part, or two split at a plan change inside that period, each on the plan in force while
-    it was used with the included units prorated by days (design §1.1)."""
+    it was used with the included units prorated by days (design §1.1). Usage before
+    `usage_start` (a free trial) is not billed: the window starts there, its allowance
+    prorated by the window's days."""
     before, start = previous_period_start(inputs.period_start), inputs.period_start
     units, change, old = inputs.usage_units, inputs.plan_change_date, inputs.previous_plan
     if units is None:
         return []
-    split = inputs.usage_units_before_change
-    if split is None or old is None or change is None or not before < change < start:
-        return [(inputs.plan, units, before, start, inputs.plan.included_units)]
+    first = before
+    if inputs.usage_start is not None and before < inputs.usage_start:
+        first = inputs.usage_start
+    if first >= start:
+        return []
+    used_on = inputs.scheduled_from_plan or inputs.plan
     whole = (start - before).days
+    split = inputs.usage_units_before_change
+    if split is None or old is None or change is None or not first < change < start:
+        pieces = [(used_on, units, first, start)]
+    else:
+        pieces = [(old, split, first, change), (used_on, units - split, change, start)]
     parts = []
-    for plan, used, a, b in (
-        (old, split, before, change),
-        (inputs.plan, units - split, change, start),
-    ):
-        included = round_half_up(Fraction(plan.included_units * (b - a).days, whole))
+    for plan, used, a, b in pieces:
+        included = plan.included_units
+        if (a, b) != (before, start):
+            included = round_half_up(Fraction(plan.included_units * (b - a).days, whole))
         parts.append((plan, used, a, b, included))
     return parts
 
 
 def _usage_lines(inputs: BillingInputs) -> list[InvoiceLine]:
     lines = []
-    for plan, units, first, last, included in _usage_parts(inputs):
+    for plan, units, first, last, included in usage_parts(inputs):
         if plan.overage_unit_price_cents <= 0:
             continue
         billable = max(0, units - included)

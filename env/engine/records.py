@@ -83,6 +83,10 @@ def inputs_to_dict(inputs: BillingInputs) -> dict[str, Any]:
         "coupon": None if inputs.coupon is None else coupon_to_json(inputs.coupon),
         "usage_units": inputs.usage_units,
         "usage_units_before_change": inputs.usage_units_before_change,
+        "usage_start": _iso(inputs.usage_start),
+        "scheduled_from_plan": None
+        if inputs.scheduled_from_plan is None
+        else plan_to_json(inputs.scheduled_from_plan),
         "tax_jurisdiction": inputs.tax_jurisdiction,
         "tax_rate": format_rate(inputs.tax_rate),
         "tax_exempt": inputs.tax_exempt,
@@ -110,6 +114,10 @@ def inputs_from_json(text: str) -> BillingInputs:
         coupon=None if data["coupon"] is None else coupon_from_json(data["coupon"]),
         usage_units=data["usage_units"],
         usage_units_before_change=data.get("usage_units_before_change"),
+        usage_start=_day(data.get("usage_start")),
+        scheduled_from_plan=None
+        if data.get("scheduled_from_plan") is None
+        else plan_from_json(data["scheduled_from_plan"]),
         tax_jurisdiction=data["tax_jurisdiction"],
         tax_rate=parse_rate(data["tax_rate"]),
         tax_exempt=bool(data["tax_exempt"]),

@@ -403,7 +403,13 @@ class WorldBuilder:
             return
         share = (day - start).days / (end - start).days
         units = int(self.usage_level(story) * self.rng.uniform(0.6, 1.8) * share)
-        story.sub.usage.append((start.isoformat(), end.isoformat(), units))
+        trial = story.trial_end
+        if trial is not None and start < trial < day:  # the trial's part apart (not billed)
+            in_trial = min(units, int(units * (trial - start).days / (day - start).days))
+            story.sub.usage.append((start.isoformat(), trial.isoformat(), in_trial))
+            story.sub.usage.append((trial.isoformat(), end.isoformat(), units - in_trial))
+        else:
+            story.sub.usage.append((start.isoformat(), end.isoformat(), units))
         story.sub.usage.sort()
 
     def usage_level(self, story: Story) -> int:
@@ -443,22 +449,53 @@ class WorldBuilder:
         self.split_usage(story)
 
     def split_usage(self, story: Story) -> None:
-        """Usage of a period with an immediate plan change inside it is recorded in two parts
-        split at the change, each billed on its own plan (design §1.1). Runs again when a
-        change is added after the usage was recorded (the background comes later)."""
+        """Usage of a period is recorded in parts split at a free trial's end (trial usage is
+        not billed) and at an immediate plan change inside it (each part billed on its own
+        plan, design §1.1). Each split is drawn once; runs again when a change is added after
+        the usage was recorded (the background comes later)."""
         for k in range(story.periods):
             start, end = story.period(k)
-            changes = [d for d, _ in story.plan_changes if start < d < end]
-            if not changes or start not in story.usage or start in story.usage_before_change:
+            if start not in story.usage:
                 continue
-            units, change = story.usage[start], max(changes)
-            share = (change - start).days / (end - start).days * self.rng.uniform(0.8, 1.2)
-            part = min(units, int(units * share))
-            story.usage_before_change[start] = part
-            story.sub.usage.remove((start.isoformat(), end.isoformat(), units))
-            story.sub.usage.append((start.isoformat(), change.isoformat(), part))
-            story.sub.usage.append((change.isoformat(), end.isoformat(), units - part))
+            units = story.usage[start]
+            trial = story.trial_end
+            paid_from = trial if trial is not None and start < trial < end else start
+            if paid_from != start:  # the share of the trial's days, drawn once per period
+                jitter = story.trial_jitter.setdefault(start, self.rng.uniform(0.8, 1.2))
+                days_share = (paid_from - start).days / (end - start).days
+                share = days_share * jitter / (days_share * jitter + 1 - days_share)  # < 1
+                story.usage_in_trial[start] = int(units * share)
+            else:
+                story.usage_in_trial.pop(start, None)
+            paid = units - story.usage_in_trial.get(start, 0)
+            changes = [d for d, _ in story.plan_changes if paid_from < d < end]
+            if changes:
+                change = max(changes)
+                share = (change - paid_from).days / (end - paid_from).days
+                share *= story.change_jitter.setdefault(start, self.rng.uniform(0.8, 1.2))
+                story.usage_before_change[start] = min(paid, int(paid * share))
+            self._usage_records(story, start, end, paid_from, changes)
         story.sub.usage.sort()
+
+    def _usage_records(
+        self, story: Story, start: date, end: date, paid_from: date, changes: list[date]
+    ) -> None:
+        """The usage rows of one finished period: the trial's part, then one or two paid parts."""
+        first, last = start.isoformat(), end.isoformat()
+        story.sub.usage = [
+            r for r in story.sub.usage if not (first <= r[0] < last and r[1] <= last)
+        ]
+        rows = []
+        paid = story.usage[start]
+        if paid_from != start:
+            rows.append((first, paid_from.isoformat(), story.usage_in_trial[start]))
+            paid -= story.usage_in_trial[start]
+        if changes:
+            change, part = max(changes).isoformat(), story.usage_before_change[start]
+            rows += [(paid_from.isoformat(), change, part), (change, last, paid - part)]
+        else:
+            rows.append((paid_from.isoformat(), last, paid))
+        story.sub.usage.extend(rows)
 
     def bill(self, story: Story) -> list[Invoice]:
         """Issues the correct invoice of every billed period (in advance, at the period start
@@ -571,6 +608,10 @@ class WorldBuilder:
         """A fault: the invoice was billed from other inputs; its payment follows the bill."""
         assert self.draft is not None
         invoice.billed = replace(invoice.billed, **changes)
+        used_on = invoice.billed.scheduled_from_plan
+        if used_on is not None and used_on.plan_id == invoice.billed.plan.plan_id:
+            # a system that missed a scheduled change bills the usage on the plan it kept
+            invoice.billed = replace(invoice.billed, scheduled_from_plan=None)
         total = invoice.billed_amounts().total_cents
         for payment in self.draft.payments:
             if payment.invoice_id == invoice.id and payment.status in ("succeeded", "failed"):

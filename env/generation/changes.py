@@ -100,15 +100,35 @@ def _swap_in(b: WorldBuilder, story: Story, k: int, old: Plan, to: Plan) -> None
     story.event(logged, b.work_time(), "plan_changed", details)
 
 
-CREDIT_REASONS = (
-    "Goodwill credit agreed with support",
-    "Partial credit while the billing team investigates",
-    "Courtesy credit for the service interruption",
-)
+# why support credited an invoice, by what the credit is for; a reason that says "partial" only
+# on a credit below the invoice's total (design §1.1: nothing an analyst would query)
+CREDIT_REASONS = {
+    "goodwill": (
+        "Goodwill credit agreed with support",
+        "Courtesy credit for the service interruption",
+    ),
+    "second_charge": (
+        "Credit for a second charge taken on this invoice",
+        "Second card charge returned as a credit",
+    ),
+    "trial_extension": (
+        "Trial extended by support: the extra trial days credited",
+        "Credit for the days of the extended free trial",
+    ),
+}
+PARTIAL_REASON = "Partial credit while the billing team investigates"
+
+
+def credit_reason(b: WorldBuilder, invoice: Invoice, cents: int, purpose: str) -> str:
+    """A reason that fits the credit: its purpose, and "partial" only below the total."""
+    reasons = list(CREDIT_REASONS[purpose])
+    if purpose == "goodwill" and cents < invoice.billed_amounts().total_cents:
+        reasons.append(PARTIAL_REASON)
+    return str(b.pick(reasons))
 
 
 def earlier_credit(
-    b: WorldBuilder, invoice: Invoice, cents: int, after: str
+    b: WorldBuilder, invoice: Invoice, cents: int, after: str, purpose: str = "goodwill"
 ) -> tuple[str, str, int]:
     """A credit note support issued before the dispute: (id, invoice id, cents)."""
     assert b.draft is not None
@@ -119,7 +139,7 @@ def earlier_credit(
         invoice_id=invoice.id,
         amount_cents=cents,
         currency=invoice.billed.currency,
-        reason=b.pick(CREDIT_REASONS),
+        reason=credit_reason(b, invoice, cents, purpose),
         created_at=utc_stamp(moment),
     )
     b.draft.credit_notes.append(note)

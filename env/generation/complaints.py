@@ -4,6 +4,9 @@ Bodies live in `env/generation/data/complaints/<label>.json` and `generic.json`,
 "train" pool (the train split) and a disjoint "eval" pool (eval, val, heldout), per level: L1 bodies
 name the invoice, L2 bodies are vague. Who says what:
 - a faulted customer uses their fault's pool, or at GENERIC_RATE just says the bill looks wrong;
+  at L2 a faulted customer guesses among the classes plausible for it (its own one of them,
+  drawn like the others), as a mistaken customer does, so a topic names its class no more often
+  than chance among the classes sharing its pool (`checks.probe_topics` measures it);
 - a `no_error` customer is mistaken about some fault and uses that fault's pool (no text of its
   own): sometimes (VARIANT_SHARE) the class its look-alike resembles, else a plausible class
   drawn with weight 1/(how often it is plausible), so no pool fills up with mistaken customers
@@ -14,7 +17,8 @@ name the invoice, L2 bodies are vague. Who says what:
   (an L1 or L2 body); plausible: the customer's own records make the belief possible
   (`world_cues`: no exchange-rate complaint from a USD customer, no seats on flat plans);
 - a vague complaint quotes the month and total of an invoice picked at random among the
-  customer's, so neither points at the answer;
+  customer's invoices with something to pay (never a trial's 0.00 one), so neither points at
+  the answer;
 - which invoices the complaint disputes (`disputed_invoices`, rewards/README.md G11.1) is read
   off what it quotes, for the truth only: it draws nothing and changes no text.
 Some complaints carry a wrong claimed amount or an injected instruction, and some put the
@@ -188,18 +192,29 @@ def choose_source(b: WorldBuilder, outcome: FaultOutcome, cues: Cues) -> tuple[s
         blame = [c for c in cues.plausible if c != label] or ["wrong_tax_rate"]
         return weighted_pick(b, blame), b.pick(("L1", "L2"))
     kind = "no_error" if label == "no_error" else "fault"
-    if b.rng.random() < GENERIC_RATE[kind]:
+    draw = b.rng.random()
+    if draw < GENERIC_RATE[kind]:
         return GENERIC, level
     if label in ("no_error", HELDOUT_LABEL):
         return believed(b, outcome, cues), level
+    if level == "L2":  # a guess among the causes plausible for it, its own one of them
+        return weighted_pick(b, [c for c in cues.plausible if c != label] + [label]), level
     return label, level
 
 
 def _pick_body(b: WorldBuilder, source: str, pool: str, level: str, slots: dict[str, str]) -> str:
-    fitting = [x for x in bodies(source, pool, level) if placeholders(x) <= slots.keys()]
+    # a body that quotes the tax never quotes a tax of 0.00 (nothing to dispute there)
+    usable = {k for k, v in slots.items() if not (k == "tax" and v == format_cents(0))}
+    fitting = [x for x in bodies(source, pool, level) if placeholders(x) <= usable]
     if not fitting:  # the world lacks the facts this class's bodies quote
-        fitting = [x for x in bodies(GENERIC, pool, level) if placeholders(x) <= slots.keys()]
+        fitting = [x for x in bodies(GENERIC, pool, level) if placeholders(x) <= usable]
     return str(b.pick(fitting))
+
+
+def _payable(invoices: Sequence[Invoice]) -> list[Invoice]:
+    """The invoices a complaint may quote: those with something to pay (a trial's 0.00 invoice
+    has no tax, payment or price to dispute)."""
+    return [i for i in invoices if i.billed_amounts().total_cents > 0] or list(invoices)
 
 
 def disputed_invoices(
@@ -231,7 +246,9 @@ def render_complaint(
     if CUE_LOG is not None:
         CUE_LOG.append(list(cues.plausible))
     source, level = choose_source(b, outcome, cues)
-    named = outcome.focus[0] if b.difficulty == "L1" else b.pick(draft.invoices)
+    named = outcome.focus[0] if b.difficulty == "L1" else b.pick(_payable(draft.invoices))
+    if named.billed_amounts().total_cents <= 0:  # no tax, payment or price on a 0.00 invoice
+        named = b.pick(_payable(draft.invoices))
     extra: dict[str, Any] = outcome.slots
     slots = {"company": b.customer.company, **cues.slots}
     slots.update({k: v for k, v in extra.items() if isinstance(v, str) and k not in _INVOICE_KEYS})

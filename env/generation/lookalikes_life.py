@@ -132,7 +132,7 @@ def charge_before_extension(
         return [charged] + [i for i in invoices if all(i is not o for o in old)]
     charged = b.issue(story, inputs, first_ended)
     if waived > 0:
-        earlier_credit(b, charged, waived, charged.issued_at)
+        earlier_credit(b, charged, waived, charged.issued_at, "trial_extension")
     return [charged] + [i for i in invoices if all(i is not o for o in old)]
 
 

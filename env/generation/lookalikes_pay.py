@@ -48,7 +48,7 @@ def credited_second_charge(b: WorldBuilder, safe: list[Invoice]) -> Invoice | No
         again.method = last.method
     if b.rng.random() < PARTIAL_SHARE:  # a retried capture for part of the total
         again.amount_cents = again.amount_cents * b.rng.randint(25, 90) // 100
-    earlier_credit(b, invoice, again.amount_cents, again.paid_at)
+    earlier_credit(b, invoice, again.amount_cents, again.paid_at, "second_charge")
     return invoice
 
 

@@ -80,6 +80,9 @@ class Story:
     cancel_effective: date | None = None
     usage: dict[date, int] = field(default_factory=dict)
     usage_before_change: dict[date, int] = field(default_factory=dict)  # split at a change
+    usage_in_trial: dict[date, int] = field(default_factory=dict)  # split at the trial's end
+    trial_jitter: dict[date, float] = field(default_factory=dict)  # its share's draw, once
+    change_jitter: dict[date, float] = field(default_factory=dict)  # the change's, once
     trial_invoice: Invoice | None = None
     trial_end_before: date | None = None  # a trial extended after it first ended (look-alike)
     usage_level: int = 0  # the customer's typical units per period, whatever the plan
@@ -193,13 +196,12 @@ class Story:
         if self.cancel_effective is not None and start < self.cancel_effective < end:
             proration_end = self.cancel_effective  # canceled on a date: the last period prorated
         issued = self.issue_day(k)
-        usage = split = None
-        metered = current.overage_unit_price_cents or (
-            previous_plan is not None and previous_plan.overage_unit_price_cents
-        )
-        if k > 0 and metered and before in self.usage:
-            usage = self.usage[before]
-            split = self.usage_before_change.get(before) if change_date else None
+        usage, usage_start = self.billed_usage(k)
+        split = self.usage_before_change.get(before) if change_date and usage is not None else None
+        used_on = self.plan_at(start - timedelta(days=1))
+        scheduled_from = None  # a change scheduled at this start: the usage was on the old plan
+        if k > 0 and used_on.id != current.id and (usage is not None or previous_plan):
+            scheduled_from = plan_terms(used_on, before)
         return BillingInputs(
             period_start=start,
             period_end=end,
@@ -214,7 +216,27 @@ class Story:
             coupon=coupon_terms(self.coupon) if self.coupon and self.coupon_applies(k) else None,
             usage_units=usage,
             usage_units_before_change=split,
+            usage_start=usage_start,
+            scheduled_from_plan=scheduled_from,
         )
+
+    def billed_usage(self, k: int) -> tuple[int | None, date | None]:
+        """The units invoice k bills for period k-1 (in arrears) and the day they count from:
+        none for the first invoice or an unmetered period; usage during a free trial is not
+        billed (design §1.1), so a period the trial ended in bills from its end, and one wholly
+        inside the trial bills nothing."""
+        start = self.period(k)[0]
+        before = self.period(k - 1)[0]
+        plans = [self.plan_at(before), self.plan_at(start - timedelta(days=1))]
+        plans += [p for d, p in self.plan_changes if before < d < start]
+        if k == 0 or before not in self.usage or not any(p.overage_unit_price_cents for p in plans):
+            return None, None
+        trial = self.trial_end
+        if trial is None or trial <= before:
+            return self.usage[before], None
+        if trial >= start:
+            return None, None
+        return self.usage[before] - self.usage_in_trial.get(before, 0), trial
 
     def trial_inputs(self, world: RateBook) -> BillingInputs:
         """The zero-amount invoice issued when the trial starts (its window is the trial)."""

@@ -328,3 +328,62 @@ def test_the_usage_split_is_recorded_and_read_back() -> None:
         usage_units_before_change=3000,
     )
     assert inputs_from_json(inputs_to_json(billed)) == billed
+
+
+def _usage_lines(billed: BillingInputs) -> list[Any]:
+    return [line for line in compute_invoice(billed).lines if line.description.startswith("Usage")]
+
+
+def test_usage_from_a_trials_end_bills_only_those_days_with_a_prorated_allowance() -> None:
+    # trial ended Jan 22: 10 of January's 31 days are billed; 1000 * 10/31 = 322.58 -> 323
+    # included; the 700 units used since then: 377 x 2c (the trial's units are not billed)
+    billed = inputs(FEB, plan=GROWTH, seats=1, usage_units=700, usage_start=date(2025, 1, 22))
+    (usage,) = _usage_lines(billed)
+    assert usage.amount_cents == 754
+    assert usage.description.startswith(
+        "Usage overage, 2025-01-22 to 2025-02-01: 700 units, 323 included"
+    )
+
+
+def test_usage_from_a_trials_end_is_split_again_at_a_later_plan_change() -> None:
+    # trial to Jan 6, Growth -> Scale on Jan 11: Growth 5 days (161 included), Scale 21 days
+    billed = inputs(
+        FEB,
+        plan=SCALE,
+        seats=1,
+        previous_plan=GROWTH,
+        plan_change_date=date(2025, 1, 11),
+        usage_units=9000,
+        usage_units_before_change=1000,
+        usage_start=date(2025, 1, 6),
+    )
+    lines = _usage_lines(billed)
+    assert [line.amount_cents for line in lines] == [(1000 - 161) * 2, 8000 - 6774]
+    assert lines[0].description.startswith("Usage overage, 2025-01-06 to 2025-01-11")
+
+
+def test_a_period_wholly_inside_the_trial_bills_no_usage() -> None:
+    billed = inputs(FEB, plan=GROWTH, seats=1, usage_units=700, usage_start=date(2025, 2, 1))
+    assert _usage_lines(billed) == []
+
+
+def test_usage_before_a_scheduled_change_bills_on_the_plan_it_was_used_on() -> None:
+    # January on Growth, Scale from Feb 1 (scheduled): 1500 units on Growth's terms, 500 x 2c
+    billed = inputs(FEB, plan=SCALE, seats=1, usage_units=1500, scheduled_from_plan=GROWTH)
+    (usage,) = _usage_lines(billed)
+    assert usage.amount_cents == 1000
+    assert compute_invoice(billed).lines[0].amount_cents == SCALE.unit_price_cents
+
+
+def test_the_trial_and_scheduled_usage_inputs_are_recorded_and_read_back() -> None:
+    from env.engine.records import inputs_from_json, inputs_to_json
+
+    billed = inputs(
+        FEB,
+        plan=SCALE,
+        seats=1,
+        usage_units=1500,
+        usage_start=date(2025, 1, 22),
+        scheduled_from_plan=GROWTH,
+    )
+    assert inputs_from_json(inputs_to_json(billed)) == billed

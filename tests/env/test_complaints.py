@@ -156,3 +156,30 @@ def test_the_rates_command_rejects_a_bad_limit(capsys: pytest.CaptureFixture[str
 
     assert main(["--limit", "0"]) == 2
     assert "must be at least 1" in capsys.readouterr().err
+
+
+def test_an_l2_fault_guesses_among_its_plausible_classes_its_own_one_of_them() -> None:
+    """Issue 29 item 5: at L2 the topic is no pointer; the own class is drawn like the rest."""
+    seen = _sources("coupon_not_applied", "L2", USD_FLAT)
+    assert seen == {*USD_FLAT.plausible, GENERIC}
+    assert _sources("coupon_not_applied", "L1", USD_FLAT) == {"coupon_not_applied", GENERIC}
+
+
+def test_no_complaint_quotes_a_zero_total_or_a_zero_tax() -> None:
+    """A trial's 0.00 invoice has no tax, payment or price to dispute, nor has a 0.00 tax line."""
+    for split in ("train", "eval"):
+        for seed in split_seeds(split, 150):
+            scenario = generate(split, seed)
+            assert re.search(r"(?<![\d.])0\.00(?!\d)", scenario.complaint) is None, seed
+
+
+def test_the_topic_probe_reads_the_pool_a_body_came_from() -> None:
+    from checks.probe_topics import topic_of, topic_table
+
+    body = bodies("wrong_tax_rate", "train", "L2")[0]
+    text = "Hello,\n\n" + body.format(**dict.fromkeys(placeholders(body), "X")) + "\n\nThanks"
+    assert topic_of(text) == "wrong_tax_rate"
+    rows = topic_table([("wrong_tax_rate", "L2", text), ("no_error", "L2", text)])
+    assert [(r.topic, r.own, r.support, r.precision) for r in rows] == [
+        ("wrong_tax_rate", 1, 2, 0.5)
+    ]

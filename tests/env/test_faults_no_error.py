@@ -214,9 +214,13 @@ def test_the_billed_usage_matches_the_usage_record_and_exceeds_the_included_unit
         # usage is billed in arrears: the record of the period that ended as this one began
         (record,) = [u for u in timeline["usage"] if u["period_end"] == invoice["period_start"]]
         units = invoice["billing_inputs"]["usage_units"]
-        assert record["units"] == units > timeline["plan"]["included_units"]
-        assert any(line["quantity"] == units - timeline["plan"]["included_units"]
-                   for line in invoice["lines"])  # fmt: skip
+        included = timeline["plan"]["included_units"]
+        if invoice["billing_inputs"]["usage_start"] is not None:  # from a trial's end: prorated
+            assert record["period_start"] == invoice["billing_inputs"]["usage_start"]
+            (line,) = [x for x in invoice["lines"] if x["description"].startswith("Usage")]
+            included = int(line["description"].split(" units, ")[1].split(" ")[0])
+        assert record["units"] == units > included
+        assert any(line["quantity"] == units - included for line in invoice["lines"])
 
 
 def test_look_alike_events_fall_at_any_hour_and_bill_by_their_local_date() -> None:

@@ -129,10 +129,14 @@ def test_usage_overage_reference_credits_exactly_each_overcharge(level: str) -> 
         check_reference(scenario, "usage_overage_miscalculated")
 
 
-def _recorded_units(timeline: dict[str, Any], period_start: str) -> int:
+def _recorded_units(
+    timeline: dict[str, Any], period_start: str, usage_start: str | None = None
+) -> int:
     """Usage is billed in arrears: the records of the period that ends where this one starts
-    (two parts when the plan changed inside it)."""
+    (two parts when the plan changed inside it), from `usage_start` (a trial's end: usage
+    during the trial is not billed)."""
     before = previous_period_start(date.fromisoformat(period_start)).isoformat()
+    before = max(before, usage_start or before)
     units = [
         u["units"]
         for u in timeline["usage"]
@@ -158,8 +162,8 @@ def test_overcharged_usage_is_doubled_or_ignores_the_included_units() -> None:
         for invoice_id, cents in reveal_truth(scenario).overcharges.items():
             invoice = tools.invoice(invoice_id)
             timeline = tools.timeline(invoice["subscription_id"])
-            recorded = _recorded_units(timeline, invoice["period_start"])
             billed = invoice["billing_inputs"]
+            recorded = _recorded_units(timeline, invoice["period_start"], billed["usage_start"])
             included = _allowance(tools, invoice_id, billed["plan"]["plan_id"])
             if billed["usage_units"] == 2 * recorded:
                 assert billed["plan"]["included_units"] == included
@@ -190,7 +194,7 @@ def test_usage_near_misses_are_the_storys_own_periods_billed_correctly() -> None
             billed = tools.invoice(summary["invoice_id"])["billing_inputs"]
             if billed["usage_units"] is None:  # the first invoice: no usage period behind it
                 continue
-            recorded = _recorded_units(timeline, summary["period_start"])
+            recorded = _recorded_units(timeline, summary["period_start"], billed["usage_start"])
             assert billed["usage_units"] == recorded
             included = billed["plan"]["included_units"]
             assert included == _allowance(tools, summary["invoice_id"], billed["plan"]["plan_id"])

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import date
 
+from env.engine.billing import usage_parts
 from env.engine.calendar import days
 from env.engine.money import format_cents, format_rate, parse_rate
 from env.generation import lookalikes_tax
@@ -340,8 +341,10 @@ def usage_overage(b: WorldBuilder) -> FaultOutcome:
     plans = b.make_catalog().values()
     plan = b.pick([p for p in plans if p.overage_unit_price_cents])
     story = _story(b, plan, minimum=2, trial_ok=True)
-    k = b.rng.randrange(story.periods - 1)
-    start, end = story.period(k)
+    # a period after the trial where there is one (usage during a trial is not billed)
+    paid = [k for k in range(story.periods - 1) if _after_trial(story, k)]
+    k = b.pick(paid) if paid else b.rng.randrange(story.periods - 1)
+    end = story.period(k)[1]
     units = int((plan.included_units or b.usage_level(story)) * b.rng.uniform(1.3, 2.4))
     b.record_usage(story, k, units=units)
     b.fill_usage(story)
@@ -350,9 +353,12 @@ def usage_overage(b: WorldBuilder) -> FaultOutcome:
     decorate_main(b, story, skip=("swap",))
     invoices = b.bill(story)
     invoice = invoices[k + 1]
+    assert invoice.correct is not None
+    (_, billed_units, first, _, included), *_ = usage_parts(invoice.correct)
+    units = billed_units
     summary = (
-        f"The usage record for {start.isoformat()} to {end.isoformat()} shows {units} units with "
-        f"{plan.included_units} included, so {units - plan.included_units} were billed at "
+        f"The usage record for {first.isoformat()} to {end.isoformat()} shows {units} units with "
+        f"{included} included, so {max(0, units - included)} were billed at "
         f"{format_cents(plan.overage_unit_price_cents)} USD each on invoice {invoice.id}, issued "
         f"when that period ended; recomputed with {units} usage units the difference is 0.00. "
         "Nothing is credited."
@@ -366,6 +372,10 @@ def usage_overage(b: WorldBuilder) -> FaultOutcome:
         traps=traps,
         variant="usage_overage",
     )
+
+
+def _after_trial(story: Story, k: int) -> bool:
+    return story.trial_end is None or story.period(k)[0] >= story.trial_end
 
 
 VARIANTS: dict[str, Callable[[WorldBuilder], FaultOutcome]] = {

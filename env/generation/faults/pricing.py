@@ -9,11 +9,11 @@ misses: a coupon used up or expired, a legitimate usage spike, a legitimate fx j
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import UTC, date, datetime, time
+from datetime import UTC, date, datetime, time, timedelta
 from fractions import Fraction
 from zoneinfo import ZoneInfo
 
-from env.engine.billing import compute_invoice
+from env.engine.billing import BillingInputs, compute_invoice
 from env.engine.calendar import days, fx_day
 from env.engine.money import format_cents, format_rate, parse_rate
 from env.generation.background import PERCENTS, amount_off, decorate_main
@@ -206,12 +206,13 @@ def usage_overage_miscalculated(b: WorldBuilder) -> FaultOutcome:
     level = b.usage_level(story)
     quiet = (0.65, 0.9)  # doubled: 1.3-1.8 x the level, inside an ordinary month's range
 
-    def one_part(k: int) -> bool:
+    def one_part(k: int) -> bool:  # billed whole: no change inside, none of it in the trial
         start, end = story.period(k)
-        return not any(start < d < end for d, _ in story.plan_changes)
+        in_trial = story.trial_end is not None and start < story.trial_end
+        return not in_trial and not any(start < d < end for d, _ in story.plan_changes)
 
     def doubled_over(k: int) -> bool:  # a quiet month counted twice runs past the allowance
-        return story.plan_at(starts[k + 1]).included_units < 1.3 * level
+        return story.plan_at(starts[k + 1] - timedelta(days=1)).included_units < 1.3 * level
 
     whole = [k for k in range(n) if one_part(k)]
     candidates = [k for k in whole if doubled_over(k)] or whole
@@ -279,13 +280,32 @@ def _usage_fallback(
     billed on a far larger allowance after an upgrade): any invoice with usage the fault
     overcharges, the other form if the first has none."""
     billed = _with_usage(by_start)
-    whole = [inv for inv in billed if inv.billed.usage_units_before_change is None] or billed
-    hit = [i for i, inv in enumerate(whole) if _fault_overcharges(inv, variant)]
-    if not hit:
-        variant = "included_not_subtracted" if variant == "double_counted" else "double_counted"
-        hit = [i for i, inv in enumerate(whole) if _fault_overcharges(inv, variant)]
-    hit = hit or list(range(len(whole)))
-    return [whole[i] for i in _run(b, hit)], variant
+    one = [
+        inv
+        for inv in billed
+        if inv.billed.usage_units_before_change is None and inv.billed.scheduled_from_plan is None
+    ]
+
+    def whole(form: str) -> list[Invoice]:
+        # from a trial's end the allowance is prorated: the doubled form only there (its
+        # summary cites the recorded units, not the plan's allowance)
+        after_trial = [inv for inv in one if inv.billed.usage_start is None]
+        if form == "double_counted":
+            return after_trial or one or billed
+        # the summary cites the plan's allowance, which the timeline prints for its plan now
+        return [inv for inv in after_trial if inv.billed.plan.plan_id == story.sub.plan_id]
+
+    other = "included_not_subtracted" if variant == "double_counted" else "double_counted"
+    current = [inv for inv in billed if inv.billed.plan.plan_id == story.sub.plan_id]
+    tries = [(variant, whole(variant)), (other, whole(other)), ("double_counted", billed)]
+    tries += [("included_not_subtracted", current), ("included_not_subtracted", billed)]
+    for form, pool in tries:
+        hit = [i for i, inv in enumerate(pool) if _fault_overcharges(inv, form)]
+        if hit:
+            return [pool[i] for i in _run(b, hit)], form
+    pool = whole(variant) or billed
+    hit = list(range(len(pool)))
+    return [pool[i] for i in _run(b, hit)], variant
 
 
 def _usage_decoys(
@@ -319,6 +339,15 @@ def _fault_overcharges(invoice: Invoice, variant: str) -> bool:
     return compute_invoice(wrong).total_cents > compute_invoice(billed).total_cents
 
 
+def _recorded(correct: BillingInputs) -> str:
+    """The units of the usage records an invoice bills: "a + b = c" for two parts around a
+    change (each printed by the timeline, their sum derived in the summary)."""
+    split, units = correct.usage_units_before_change, correct.usage_units or 0
+    if split is None or correct.previous_plan is None:
+        return str(units)
+    return f"{split} + {units - split} = {units}"
+
+
 def _usage_summary(story: Story, victims: list[Invoice], variant: str) -> str:
     parts = []
     for invoice in victims:
@@ -326,7 +355,7 @@ def _usage_summary(story: Story, victims: list[Invoice], variant: str) -> str:
         assert correct is not None
         parts.append(
             f"{invoice.id} (usage of the period before "
-            f"{invoice.billed.period_start.isoformat()}: {correct.usage_units} units recorded, "
+            f"{invoice.billed.period_start.isoformat()}: {_recorded(correct)} units recorded, "
             f"billed as {invoice.billed.usage_units} units "
             f"with {invoice.billed.plan.included_units} included; overcharge "
             f"{format_cents(overcharge(invoice))} {invoice.billed.currency})"

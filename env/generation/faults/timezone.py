@@ -159,14 +159,18 @@ def _plan_change(b: WorldBuilder, west: bool) -> FaultOutcome:
     k = b.rng.randint(low, high)
     anchor, (day, at) = _midnight_in_period(b, k, west, unused_share(old, new))
     reverse = b.difficulty == "L3"  # near miss: the opposite change earlier, prorated correctly
-    story = b.make_story(
-        new if reverse else old, seats=seats_for(b, old), periods=periods, anchor=anchor
-    )
+    first = new if reverse else old
+    trial = b.main_trial(first, extended=False)  # as in every class (design §1.2)
+    if k == 0 and day < anchor + days(trial + 2):  # the change must come after the trial
+        trial = 0
+    story = _story_from(b, first, seats_for(b, old), periods, anchor, trial)
     traps: list[str] = []
     if reverse:
         j = b.rng.randrange(k)
         j_start, j_end = story.period(j)
-        j_day, j_at = daytime_event(b, late_days(j_start, j_end, new, old))
+        options = late_days(j_start, j_end, new, old)
+        after = [d for d in options if d >= story.after_trial(j_start + days(2))]
+        j_day, j_at = daytime_event(b, after or options)
         story.plan_changes.append((j_day, old))
         story.event(j_day, j_at, "plan_changed", _change(new, old))
         traps.append("correct_proration_decoy")
@@ -248,7 +252,8 @@ def _cancellation(b: WorldBuilder) -> FaultOutcome:
         anchor = draw_anchor(b)
         found = midnight_event(b, [add_months(anchor, kept) - days(1)], west=True)
     day, at = found
-    story = b.make_story(plan, seats=seats_for(b, plan), periods=kept + 1, anchor=anchor)
+    trial = b.main_trial(plan)  # as in every class (design §1.2); it ends inside period 0
+    story = _story_from(b, plan, seats_for(b, plan), kept + 1, anchor, trial)
     traps: list[str] = []
     if b.difficulty == "L2":
         traps.append(legit_decoy(b, story, list(range(1, kept + 1)), k) or "")
@@ -289,6 +294,17 @@ def _cancellation(b: WorldBuilder) -> FaultOutcome:
         traps=[t for t in traps if t],
         variant="cancellation",
     )
+
+
+def _story_from(
+    b: WorldBuilder, plan: Plan, seats: int, periods: int, anchor: date, trial: int
+) -> Story:
+    """The main story with its periods from `anchor`, after a free trial of `trial` days
+    starting there (0: none); the trial's first day is the anchor, as for every trial."""
+    if not trial:
+        return b.make_story(plan, seats=seats, periods=periods, anchor=anchor)
+    start = anchor + days(trial)
+    return b.make_story(plan, seats=seats, periods=periods, anchor=start, trial=trial)
 
 
 def _bill_left_period(b: WorldBuilder, story: Story, k: int) -> Invoice:
