@@ -12,6 +12,8 @@ invoice ids, overcharge amounts and every number-like token of the summary (G6, 
 - `allowed` (G3): not evidence, but no hallucination either: a small count (0-12 written as a whole
   number: "3 invoices", "three"), a time of day, and with two or more affected invoices the total
   of the findings' own amounts;
+- `claimed` (G3.1): a summary token the customer's complaint shows (`rewards.claims`), shown by
+  no tool: no hallucination, never a found fact (no chain, no operand, no G11.3 fact);
 - `echo_only`: seen only where a tool echoed what the agent supplied (`sources` are those calls);
 - `untraceable`: seen nowhere, or unreadable.
 The findings are traceable when nothing is echo_only or untraceable, and they form an evidence
@@ -45,7 +47,7 @@ from rewards.numbers import Token, canonical, read_text, shift
 from rewards.output_index import evidence_by_call
 
 Where = Literal["amount", "invoice_id", "summary"]
-Status = Literal["evidence", "derived", "allowed", "echo_only", "untraceable"]
+Status = Literal["evidence", "derived", "allowed", "claimed", "echo_only", "untraceable"]
 Key = tuple[str, str]
 _HOUR = re.compile(r"T([0-9]{1,2}):")
 _ERROR = re.compile(r'\s*\{\s*"error"\s*:')
@@ -265,11 +267,15 @@ def _allowed_kind(cited: CitedNumber, own_total: str | None) -> bool:
     return small or cited.value == own_total
 
 
-def trace(findings: Findings, calls: list[tuple[ShownKeys, ShownKeys]]) -> ProvenanceReport:
+def trace(
+    findings: Findings,
+    calls: list[tuple[ShownKeys, ShownKeys]],
+    claims: ShownKeys = ShownKeys(),  # frozen and empty: a safe default
+) -> ProvenanceReport:
     """Each citation's status against per-call (evidence, echo) pairs, in call order, in the
     order of G8 with G10.4: the result of a wrong calculation is untraceable; else evidence,
-    else derived (a calculation grounds it), else allowed (G3), else echo_only, else
-    untraceable."""
+    else derived (a calculation grounds it), else allowed (G3), else claimed (a summary token
+    the complaint `claims` shows, G3.1), else echo_only, else untraceable."""
     items = findings.affected_invoices
     own_total = None
     if len(items) >= 2:
@@ -299,14 +305,22 @@ def trace(findings: Findings, calls: list[tuple[ShownKeys, ShownKeys]]) -> Prove
         if allowed:
             traces.append(Trace(cited, "allowed", (), True))
             continue
+        if cited.where == "summary" and supports(claims, cited):  # G3.1: the customer's claim
+            traces.append(Trace(cited, "claimed", (), True))
+            continue
         echoed = tuple(i for i, (_, echo) in enumerate(calls) if supports(echo, cited))
         traces.append(Trace(cited, "echo_only" if echoed else "untraceable", echoed))
     return ProvenanceReport(tuple(traces))
 
 
-def trace_episode(findings: Findings, tool_log: Iterable[ToolRecord]) -> ProvenanceReport:
-    """The reward's check: the episode's tool log split into evidence and echoes (G1)."""
-    return trace(findings, evidence_by_call(tool_log, call_evidence))  # rewards.output_index
+def trace_episode(
+    findings: Findings,
+    tool_log: Iterable[ToolRecord],
+    claims: ShownKeys = ShownKeys(),  # frozen and empty: a safe default
+) -> ProvenanceReport:
+    """The reward's check: the episode's tool log split into evidence and echoes (G1);
+    `claims`: what the customer's complaint shows (G3.1, `rewards.claims`)."""
+    return trace(findings, evidence_by_call(tool_log, call_evidence), claims)
 
 
 def check_provenance(findings: Findings, tool_outputs: Iterable[str]) -> ProvenanceReport:
