@@ -1,10 +1,11 @@
 """The grader's verdict on the findings: each citation's status, and whether they are grounded.
 
 rewards/README.md G6 (what is cited), G3 (allowed numbers), G3.1 (the customer's claim), G8
-and G10.4 (status: evidence, derived, allowed, claimed, echo_only, untraceable), G10 (derived amounts: `eval.grounding.derive`) and
-G4 (a chain needs a found fact). `trace_findings` takes the per-call views of
-`eval.grounding.trace.call_views`; `grounded` is the verdict `eval.grader` reports as grounded
-success, and the binary reward must equal it (G9, `python -m checks.agreement`).
+and G10.4 (status: evidence, derived, allowed, claimed, echo_only, untraceable), G10 (derived
+amounts: `eval.grounding.derive`) and G4 (a chain needs a found fact). `trace_findings` takes
+the per-call views of `eval.grounding.trace.call_views`; `grounded` is the verdict `eval.grader`
+reports as grounded success, and the binary reward must equal it (G9, `python -m
+checks.agreement`).
 """
 
 from __future__ import annotations
