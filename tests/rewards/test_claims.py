@@ -31,16 +31,23 @@ def scenario() -> Scenario:
     return generate("eval", 100001)
 
 
-def _play(scenario: Scenario, summary: str, amount: str | None = None) -> EpisodeRecord:
-    """The reference, its summary replaced; `amount` replaces the overcharge and its credit."""
+def _play(
+    scenario: Scenario, summary: str, amount: str | None = None, no_error: bool = False
+) -> EpisodeRecord:
+    """The reference, its summary replaced; `amount` replaces the overcharge and its credit;
+    `no_error`: no credit, and a no_error verdict."""
     env = LedgerEnv(scenario, episode_id="ep-claims")
     try:
         for call in reveal_truth(scenario).reference:
             arguments: dict[str, Any] = dict(call.arguments)
+            if call.name == "draft_credit_note" and no_error:
+                continue
             if call.name == "draft_credit_note" and amount:
                 arguments["amount"] = amount
             if call.name == "submit_findings":
                 arguments["summary"] = summary
+                if no_error:
+                    arguments.update(root_cause="no_error", affected_invoices=[])
                 if amount:
                     item = dict(arguments["affected_invoices"][0], overcharge_amount=amount)
                     arguments["affected_invoices"] = [item]
@@ -109,3 +116,13 @@ def test_a_database_without_disputes_claims_nothing() -> None:
     image = empty.serialize()
     assert complaint_text(image) == ""
     assert not claim_seen(image).numbers
+
+
+def test_a_claimed_token_is_no_fact_of_the_disputed_invoice(scenario: Scenario) -> None:
+    """G11.3: the reference read INV-B22EHE (a disputed invoice); a no_error citing its id and
+    the complaint's 7.99 cites no fact of it, in both readers."""
+    record = _play(scenario, "The customer claims 7.99 USD; INV-B22EHE is right.", no_error=True)
+    truth = reveal_truth(scenario)
+    reward = compute_reward(truth, record)
+    assert not reward.investigated and not reward.hallucinated_numbers
+    assert not grade_episode(truth, record, scenario.database).investigated
