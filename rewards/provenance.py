@@ -21,8 +21,9 @@ chain (G4) when at least one citation that is not of an allowed kind (count, tim
 evidence: allowed numbers never make a chain on their own, even when a tool happens to show them.
 
 Matching (G7): numbers compare as canonical decimals (signs, symbols, codes, separators and trailing
-zeros dropped); a percentage matches its rate or its figure (`8.25%` ~ 0.0825 or 8.25); a date
-matches any of its readings; a month or a month-day matches an evidence date in it; a bare year
+zeros dropped; an item's overcharge amount only against a showing without a minus, G7.1); a
+percentage matches its rate or its figure (`8.25%` ~ 0.0825 or 8.25); a date matches any of its
+readings; a month or a month-day matches an evidence date in it; a bare year
 matches an evidence date of that year or the integer; ids and other words match whole, in upper
 case. A UTC timestamp in an output also supports the day before (before 12:00) and after (from
 10:00): the customer's local date may differ. `python -m rewards.provenance` times an episode.
@@ -51,7 +52,7 @@ Status = Literal["evidence", "derived", "allowed", "claimed", "echo_only", "untr
 Key = tuple[str, str]
 _HOUR = re.compile(r"T([0-9]{1,2}):")
 _ERROR = re.compile(r'\s*\{\s*"error"\s*:')
-_FIELDS = ("numbers", "dates", "months", "month_days", "years", "ids", "words")
+_FIELDS = ("numbers", "dates", "months", "month_days", "years", "ids", "words", "plus")
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,7 @@ class ShownKeys:
     years: frozenset[str] = frozenset()
     ids: frozenset[str] = frozenset()
     words: frozenset[str] = frozenset()
+    plus: frozenset[str] = frozenset()  # numbers shown without a minus (G7.1)
 
 
 @dataclass(frozen=True)
@@ -137,6 +139,8 @@ def _date_keys(day: str, hour: int | None) -> list[Key]:
 def token_keys(token: Token) -> list[Key]:
     """What one token of a tool output (or an argument) contributes (G7)."""
     kind, value = token.kind, token.value
+    if kind == "number" and not token.negative:  # G7.1: shown as a positive amount
+        return [("numbers", value), ("plus", value)]
     if kind in ("number", "year"):
         return [("numbers", value)]
     if kind == "percent":
@@ -173,6 +177,8 @@ def value_keys(value: Any, keys: set[Key]) -> None:
             continue
         elif isinstance(item, int):
             keys.add(("numbers", str(abs(item))))
+            if item >= 0:
+                keys.add(("plus", str(item)))
         elif isinstance(item, float | Decimal):
             # a float as JSON wrote it. No context arithmetic: abs(Decimal("1e999999999"))
             # overflows; past 10**60 either way (only an argument the tools refused can hold
@@ -180,6 +186,8 @@ def value_keys(value: Any, keys: set[Key]) -> None:
             number = Decimal(str(item))
             if number.is_finite() and abs(number.adjusted()) <= 60:
                 keys.add(("numbers", canonical(str(number.copy_abs()))))
+                if not number.is_signed():
+                    keys.add(("plus", canonical(str(number))))
         elif isinstance(item, dict):
             for key in item:  # JSON keys are strings: read here, not pushed
                 if type(key) is str:
@@ -206,6 +214,7 @@ def shown_keys(keys: Iterable[Key]) -> ShownKeys:
         years=frozenset(m[:4] for m in months),
         ids=frozenset(found["ids"]),
         words=frozenset(found["words"]),
+        plus=frozenset(found["plus"]),
     )
 
 
@@ -224,8 +233,11 @@ def call_evidence(parts: CallParts) -> tuple[ShownKeys, ShownKeys]:
 
 
 def supports(ev: ShownKeys, cited: CitedNumber) -> bool:
-    """G7: does what a call showed match the citation? Times and unreadable match nothing."""
+    """G7: does what a call showed match the citation? Times and unreadable match nothing.
+    G7.1: an item's overcharge amount only where it was shown without a minus."""
     kind, value = cited.kind, cited.value
+    if cited.where == "amount":
+        return value in ev.plus
     if kind == "number":
         return value in ev.numbers
     if kind == "percent":

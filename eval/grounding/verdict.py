@@ -76,8 +76,9 @@ def trace_findings(
     traced = []
     for reading, where in _citations(findings):
         allowed = allowed_kind(reading)
-        found = tuple(n for n, (shown, _) in enumerate(views) if shown.backs(reading))
-        echoed = tuple(n for n, (_, echo) in enumerate(views) if echo.backs(reading))
+        backs = Seen.backs_overcharge if where == "amount" else Seen.backs  # G7.1
+        found = tuple(n for n, (shown, _) in enumerate(views) if backs(shown, reading))
+        echoed = tuple(n for n, (_, echo) in enumerate(views) if backs(echo, reading))
         number = reading.kind == "number"
         sources: tuple[int, ...]
         if number and reading.value in derived.wrong:  # G10.4: a wrong calculation
