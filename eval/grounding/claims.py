@@ -11,28 +11,31 @@ from __future__ import annotations
 import sqlite3
 from functools import lru_cache
 
+from env.connection_pool import borrow, give_back
 from eval.grounding.read import read
 from eval.grounding.trace import Seen
 
 
-@lru_cache(maxsize=256)  # every episode of a scenario has the same initial image
 def claim_seen(image: bytes) -> Seen:
     """Every key the complaint(s) in a database image show; empty without a `disputes` table.
     Shared between episodes: read it, never change it."""
+    return _seen("\n".join(_messages(image)))
+
+
+@lru_cache(maxsize=1024)  # every episode of a scenario has the same complaint
+def _seen(text: str) -> Seen:
     seen = Seen.empty()
-    for message in _messages(image):
-        for reading in read(message):
-            seen.add_reading(reading)
+    for reading in read(text):
+        seen.add_reading(reading)
     return seen
 
 
 def _messages(image: bytes) -> list[str]:
-    connection = sqlite3.connect(":memory:")
+    connection = borrow(image)
     try:
-        connection.deserialize(image)
         rows = connection.execute("SELECT message FROM disputes ORDER BY id").fetchall()
     except sqlite3.DatabaseError:
         return []
     finally:
-        connection.close()
+        give_back(connection)
     return [str(row[0]) for row in rows]
