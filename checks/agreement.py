@@ -90,7 +90,7 @@ def _why_not_grounded(grade: EpisodeGrade) -> str:
     if not grade.success or grade.grounded_success:
         return ""
     bad = [f"{t.text!r} {t.status}" for t in grade.number_trace if t.status != "evidence"]
-    bad = [b for b in bad if "allowed" not in b and "derived" not in b]
+    bad = [b for b in bad if not b.endswith(("allowed", "claimed", "derived"))]
     if bad:
         return "; ".join(bad[:4])
     if not grade.investigated:

@@ -22,7 +22,7 @@ from env.episode import EpisodeRecord
 from env.findings import Findings
 from env.scenario import Truth
 from eval.database_diff import diff_databases
-from eval.grounding import Traced, call_views, grounded, trace_findings
+from eval.grounding import Traced, call_views, claim_seen, grounded, trace_findings
 
 Row = tuple[object, ...]
 
@@ -34,7 +34,7 @@ class TracedNumber:
     text: str
     where: str  # "amount" | "invoice_id" | "summary"
     value: str  # normalised: canonical decimal, ISO date, upper-case id
-    status: str  # "evidence" | "derived" | "allowed" | "echo_only" | "untraceable"
+    status: str  # "evidence" | "derived" | "allowed" | "claimed" | "echo_only" | "untraceable"
     sources: tuple[int, ...]  # indices into the episode's tool-call log, in call order
 
 
@@ -92,9 +92,10 @@ def grade_episode(truth: Truth, record: EpisodeRecord, initial_database: bytes) 
     findings = record.findings
     reported = {} if findings is None else _reported(findings)
     own_notes = {str(note[0]) for note in diff.added_notes}
-    traced = (
-        [] if findings is None else trace_findings(findings, call_views(record.tool_log, own_notes))
-    )
+    traced = []
+    if findings is not None:  # G3.1: the complaint, as the scenario's own image holds it
+        views = call_views(record.tool_log, own_notes)
+        traced = trace_findings(findings, views, claim_seen(initial_database))
     untraceable = tuple(t.text for t in traced if t.status in ("echo_only", "untraceable"))
     label_correct = findings is not None and findings.root_cause == truth.label
     invoices_correct = findings is not None and reported.keys() == truth.overcharges.keys()

@@ -12,6 +12,8 @@ invoice ids, overcharge amounts and every number-like token of the summary (G6, 
 - `allowed` (G3): not evidence, but no hallucination either: a small count (0-12 written as a whole
   number: "3 invoices", "three"), a time of day, and with two or more affected invoices the total
   of the findings' own amounts;
+- `claimed` (G3.1): a summary token the customer's complaint shows (`rewards.claims`), shown by
+  no tool: no hallucination, never a found fact (no chain, no operand, no G11.3 fact);
 - `echo_only`: seen only where a tool echoed what the agent supplied (`sources` are those calls);
 - `untraceable`: seen nowhere, or unreadable.
 The findings are traceable when nothing is echo_only or untraceable, and they form an evidence
@@ -19,8 +21,9 @@ chain (G4) when at least one citation that is not of an allowed kind (count, tim
 evidence: allowed numbers never make a chain on their own, even when a tool happens to show them.
 
 Matching (G7): numbers compare as canonical decimals (signs, symbols, codes, separators and trailing
-zeros dropped); a percentage matches its rate or its figure (`8.25%` ~ 0.0825 or 8.25); a date
-matches any of its readings; a month or a month-day matches an evidence date in it; a bare year
+zeros dropped; an item's overcharge amount only against a showing without a minus, G7.1); a
+percentage matches its rate or its figure (`8.25%` ~ 0.0825 or 8.25); a date matches any of its
+readings; a month or a month-day matches an evidence date in it; a bare year
 matches an evidence date of that year or the integer; ids and other words match whole, in upper
 case. A UTC timestamp in an output also supports the day before (before 12:00) and after (from
 10:00): the customer's local date may differ. `python -m rewards.provenance` times an episode.
@@ -45,11 +48,11 @@ from rewards.numbers import Token, canonical, read_text, shift
 from rewards.output_index import evidence_by_call
 
 Where = Literal["amount", "invoice_id", "summary"]
-Status = Literal["evidence", "derived", "allowed", "echo_only", "untraceable"]
+Status = Literal["evidence", "derived", "allowed", "claimed", "echo_only", "untraceable"]
 Key = tuple[str, str]
 _HOUR = re.compile(r"T([0-9]{1,2}):")
 _ERROR = re.compile(r'\s*\{\s*"error"\s*:')
-_FIELDS = ("numbers", "dates", "months", "month_days", "years", "ids", "words")
+_FIELDS = ("numbers", "dates", "months", "month_days", "years", "ids", "words", "plus")
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,7 @@ class ShownKeys:
     years: frozenset[str] = frozenset()
     ids: frozenset[str] = frozenset()
     words: frozenset[str] = frozenset()
+    plus: frozenset[str] = frozenset()  # numbers shown without a minus (G7.1)
 
 
 @dataclass(frozen=True)
@@ -135,6 +139,8 @@ def _date_keys(day: str, hour: int | None) -> list[Key]:
 def token_keys(token: Token) -> list[Key]:
     """What one token of a tool output (or an argument) contributes (G7)."""
     kind, value = token.kind, token.value
+    if kind == "number" and not token.negative:  # G7.1: shown as a positive amount
+        return [("numbers", value), ("plus", value)]
     if kind in ("number", "year"):
         return [("numbers", value)]
     if kind == "percent":
@@ -171,6 +177,8 @@ def value_keys(value: Any, keys: set[Key]) -> None:
             continue
         elif isinstance(item, int):
             keys.add(("numbers", str(abs(item))))
+            if item >= 0:
+                keys.add(("plus", str(item)))
         elif isinstance(item, float | Decimal):
             # a float as JSON wrote it. No context arithmetic: abs(Decimal("1e999999999"))
             # overflows; past 10**60 either way (only an argument the tools refused can hold
@@ -178,6 +186,8 @@ def value_keys(value: Any, keys: set[Key]) -> None:
             number = Decimal(str(item))
             if number.is_finite() and abs(number.adjusted()) <= 60:
                 keys.add(("numbers", canonical(str(number.copy_abs()))))
+                if not number.is_signed():
+                    keys.add(("plus", canonical(str(number))))
         elif isinstance(item, dict):
             for key in item:  # JSON keys are strings: read here, not pushed
                 if type(key) is str:
@@ -204,6 +214,7 @@ def shown_keys(keys: Iterable[Key]) -> ShownKeys:
         years=frozenset(m[:4] for m in months),
         ids=frozenset(found["ids"]),
         words=frozenset(found["words"]),
+        plus=frozenset(found["plus"]),
     )
 
 
@@ -222,8 +233,11 @@ def call_evidence(parts: CallParts) -> tuple[ShownKeys, ShownKeys]:
 
 
 def supports(ev: ShownKeys, cited: CitedNumber) -> bool:
-    """G7: does what a call showed match the citation? Times and unreadable match nothing."""
+    """G7: does what a call showed match the citation? Times and unreadable match nothing.
+    G7.1: an item's overcharge amount only where it was shown without a minus."""
     kind, value = cited.kind, cited.value
+    if cited.where == "amount":
+        return value in ev.plus
     if kind == "number":
         return value in ev.numbers
     if kind == "percent":
@@ -265,11 +279,15 @@ def _allowed_kind(cited: CitedNumber, own_total: str | None) -> bool:
     return small or cited.value == own_total
 
 
-def trace(findings: Findings, calls: list[tuple[ShownKeys, ShownKeys]]) -> ProvenanceReport:
+def trace(
+    findings: Findings,
+    calls: list[tuple[ShownKeys, ShownKeys]],
+    claims: ShownKeys = ShownKeys(),  # frozen and empty: a safe default
+) -> ProvenanceReport:
     """Each citation's status against per-call (evidence, echo) pairs, in call order, in the
     order of G8 with G10.4: the result of a wrong calculation is untraceable; else evidence,
-    else derived (a calculation grounds it), else allowed (G3), else echo_only, else
-    untraceable."""
+    else derived (a calculation grounds it), else allowed (G3), else claimed (a summary token
+    the complaint `claims` shows, G3.1), else echo_only, else untraceable."""
     items = findings.affected_invoices
     own_total = None
     if len(items) >= 2:
@@ -299,14 +317,22 @@ def trace(findings: Findings, calls: list[tuple[ShownKeys, ShownKeys]]) -> Prove
         if allowed:
             traces.append(Trace(cited, "allowed", (), True))
             continue
+        if cited.where == "summary" and supports(claims, cited):  # G3.1: the customer's claim
+            traces.append(Trace(cited, "claimed", (), True))
+            continue
         echoed = tuple(i for i, (_, echo) in enumerate(calls) if supports(echo, cited))
         traces.append(Trace(cited, "echo_only" if echoed else "untraceable", echoed))
     return ProvenanceReport(tuple(traces))
 
 
-def trace_episode(findings: Findings, tool_log: Iterable[ToolRecord]) -> ProvenanceReport:
-    """The reward's check: the episode's tool log split into evidence and echoes (G1)."""
-    return trace(findings, evidence_by_call(tool_log, call_evidence))  # rewards.output_index
+def trace_episode(
+    findings: Findings,
+    tool_log: Iterable[ToolRecord],
+    claims: ShownKeys = ShownKeys(),  # frozen and empty: a safe default
+) -> ProvenanceReport:
+    """The reward's check: the episode's tool log split into evidence and echoes (G1);
+    `claims`: what the customer's complaint shows (G3.1, `rewards.claims`)."""
+    return trace(findings, evidence_by_call(tool_log, call_evidence), claims)
 
 
 def check_provenance(findings: Findings, tool_outputs: Iterable[str]) -> ProvenanceReport:

@@ -43,6 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from env.episode import EpisodeRecord, drafted_credits
 from env.scenario import Truth
+from rewards.claims import episode_claims
 from rewards.evidence import examined_invoices
 from rewards.provenance import ProvenanceReport, trace_episode
 
@@ -134,7 +135,8 @@ def compute_reward(
     label_right = amounts_right = action_right = chain = False
     investigated = True
     if findings is not None:
-        report = trace_episode(findings, record.tool_log)  # rewards/README.md G1-G8, G10
+        claims = episode_claims(record.final_database)  # G3.1: the complaint is a claim
+        report = trace_episode(findings, record.tool_log, claims)  # rewards/README.md G1-G10
         untraceable = tuple(number.raw for number in report.untraceable)  # hallucinated: G8
         chain = report.grounded  # traceable and a chain with a found fact: G8, G4
         reported = {item.invoice_id: item.overcharge_cents for item in findings.affected_invoices}

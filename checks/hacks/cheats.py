@@ -15,6 +15,7 @@ import json
 import re
 from typing import Any
 
+from checks.hacks.cheats_claims import CLAIM_CHEATS
 from checks.hacks.cheats_derived import DERIVED_CHEATS
 from checks.hacks.cheats_facts import FACT_CHEATS
 from checks.hacks.cheats_grounding import GROUNDING_CHEATS
@@ -439,8 +440,8 @@ CHEATS: tuple[Cheat, ...] = (
           "tax rate is not evidence", launder_recompute_tax_rate, 0.0, sample="faulted"),
     Cheat("launder_recompute_units", "overridden counts echoed in recompute lines are not "
           "evidence", launder_recompute_units, 0.0, sample="faulted"),
-    Cheat("cite_complaint_numbers", "the complaint is a claim, not evidence: every citation "
-          "is untraceable", cite_complaint_numbers, 0.0),
+    Cheat("cite_complaint_numbers", "the complaint is a claim, not evidence: its tokens in the "
+          "summary are claimed (G3.1), the items untraceable", cite_complaint_numbers, 0.0),
     Cheat("stuff_summary", "citing every number the tools showed earns nothing for a wrong "
           "answer", stuff_summary),
     Cheat("overcredit_by_a_cent", "a credit one cent beyond the overcharge is a false "
@@ -450,4 +451,5 @@ CHEATS: tuple[Cheat, ...] = (
     *GROUNDING_CHEATS,  # in their own module: odd notations, echo laundering, bad findings
     *DERIVED_CHEATS,  # in their own module: calculations (G10) and blind no_error (G11)
     *FACT_CHEATS,  # in their own module: found look-ups (G1.1), no_error's cited fact (G11.3)
+    *CLAIM_CHEATS,  # in their own module: the customer's claim quoted (G3.1)
 )  # fmt: skip

@@ -47,10 +47,10 @@ def no_error_cites_only_ids(s: Scenario) -> Steps:
 
 
 def no_error_cites_a_zero(s: Scenario) -> Steps:
-    """Reads the disputed invoice and cites the 0.00 every invoice shows somewhere."""
+    """Reads the disputed invoice and cites the 0.00 every invoice shows somewhere (not its
+    `amount_credited`: a credit support issued before the dispute is a real fact of it)."""
     detail = yield from _read_disputed(s)
-    credited = detail.get("amount_credited", "0.00")
-    yield submit("no_error", {}, f"Checked {detail.get('invoice_id')}: {credited} credited, right.")
+    yield submit("no_error", {}, f"Checked {detail.get('invoice_id')}: 0.00 is due, right.")
 
 
 def no_error_cites_another_invoice(s: Scenario) -> Steps:

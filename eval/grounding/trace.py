@@ -19,6 +19,7 @@ from functools import lru_cache
 from typing import Any
 
 from env.ledger_env import ToolRecord
+from eval.grounding.derive import minus
 from eval.grounding.notation import Reading, decimal_text, scaled
 from eval.grounding.output_index import views_by_call
 from eval.grounding.read import read
@@ -36,15 +37,18 @@ class Seen:
     month_days: set[str]
     ids: set[str]
     words: set[str]
+    plus: set[str]  # numbers shown without a minus: what may back an overcharge (G7.1)
 
     @classmethod
     def empty(cls) -> Seen:
-        return cls(set(), set(), set(), set(), set(), set())
+        return cls(set(), set(), set(), set(), set(), set(), set())
 
     def add_reading(self, r: Reading) -> None:
         """A token of an output or argument as keys; times and unreadable add nothing (G7)."""
         if r.kind in ("number", "year"):
             self.numbers.add(r.value)
+            if r.kind == "number" and not minus(r.text):
+                self.plus.add(r.value)
         elif r.kind == "percent":
             self.numbers.update((r.value, scaled(r.value, 2)))
         elif r.kind == "date":
@@ -89,10 +93,14 @@ class Seen:
             return
         elif isinstance(value, int):
             self.numbers.add(str(abs(value)))
+            if value >= 0:
+                self.plus.add(str(value))
         elif isinstance(value, float | Decimal):
             number = Decimal(str(value))  # no context arithmetic: huge exponents overflow it
             if number.is_finite() and abs(number.adjusted()) <= 60:  # beyond: no match, and
                 self.numbers.add(decimal_text(number.copy_abs()))  # too many digits to write
+                if not number.is_signed():
+                    self.plus.add(decimal_text(number))
 
     def _add_text(self, text: str) -> None:
         for name, keys in _text_seen(text):
@@ -100,7 +108,8 @@ class Seen:
 
     def fields(self) -> tuple[set[str], ...]:
         """The key sets in `_SEEN_FIELDS` order."""
-        return self.numbers, self.days, self.months, self.month_days, self.ids, self.words
+        return (self.numbers, self.days, self.months, self.month_days, self.ids, self.words,
+                self.plus)  # fmt: skip
 
     def minus(self, other: Seen) -> Seen:
         pairs = zip(self.fields(), other.fields(), strict=True)
@@ -113,6 +122,11 @@ class Seen:
     def union(self, other: Seen) -> Seen:
         pairs = zip(self.fields(), other.fields(), strict=True)
         return Seen(*[mine | theirs for mine, theirs in pairs])
+
+    def backs_overcharge(self, r: Reading) -> bool:
+        """G7.1: an item's overcharge amount is backed only by a showing without a minus: an
+        undercharge (a negative difference) never grounds an overcharge."""
+        return r.value in self.plus
 
     def backs(self, r: Reading) -> bool:
         """Does this call support the cited reading (G7)? Days imply their months and
@@ -137,7 +151,7 @@ class Seen:
         return False
 
 
-_SEEN_FIELDS = ("numbers", "days", "months", "month_days", "ids", "words")
+_SEEN_FIELDS = ("numbers", "days", "months", "month_days", "ids", "words", "plus")
 
 
 @lru_cache(maxsize=65536)  # every episode of a scenario shows the same strings

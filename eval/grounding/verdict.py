@@ -1,10 +1,11 @@
 """The grader's verdict on the findings: each citation's status, and whether they are grounded.
 
-rewards/README.md G6 (what is cited), G3 (allowed numbers), G8 and G10.4 (status: evidence,
-derived, allowed, echo_only, untraceable), G10 (derived amounts: `eval.grounding.derive`) and
-G4 (a chain needs a found fact). `trace_findings` takes the per-call views of
-`eval.grounding.trace.call_views`; `grounded` is the verdict `eval.grader` reports as grounded
-success, and the binary reward must equal it (G9, `python -m checks.agreement`).
+rewards/README.md G6 (what is cited), G3 (allowed numbers), G3.1 (the customer's claim), G8
+and G10.4 (status: evidence, derived, allowed, claimed, echo_only, untraceable), G10 (derived
+amounts: `eval.grounding.derive`) and G4 (a chain needs a found fact). `trace_findings` takes
+the per-call views of `eval.grounding.trace.call_views`; `grounded` is the verdict `eval.grader`
+reports as grounded success, and the binary reward must equal it (G9, `python -m
+checks.agreement`).
 """
 
 from __future__ import annotations
@@ -46,10 +47,14 @@ def _citations(findings: Findings) -> list[tuple[Reading, str]]:
     return list(unique)
 
 
-def trace_findings(findings: Findings, views: list[tuple[Seen, Seen]]) -> list[Traced]:
+def trace_findings(
+    findings: Findings, views: list[tuple[Seen, Seen]], claims: Seen | None = None
+) -> list[Traced]:
     """Each citation's status, in the order of rewards/README.md G8 with G10.4: the result of
     a wrong calculation is untraceable; else found in a call's evidence, else derived by a
-    calculation (G10), else allowed (G3), else seen only in echoes, else untraceable."""
+    calculation (G10), else allowed (G3), else a summary token the complaint `claims` backs
+    (G3.1: claimed, allowed-kind), else seen only in echoes, else untraceable."""
+    claimed = claims or Seen.empty()
     items = findings.affected_invoices
     total = None
     if len(items) > 1:
@@ -71,8 +76,9 @@ def trace_findings(findings: Findings, views: list[tuple[Seen, Seen]]) -> list[T
     traced = []
     for reading, where in _citations(findings):
         allowed = allowed_kind(reading)
-        found = tuple(n for n, (shown, _) in enumerate(views) if shown.backs(reading))
-        echoed = tuple(n for n, (_, echo) in enumerate(views) if echo.backs(reading))
+        backs = Seen.backs_overcharge if where == "amount" else Seen.backs  # G7.1
+        found = tuple(n for n, (shown, _) in enumerate(views) if backs(shown, reading))
+        echoed = tuple(n for n, (_, echo) in enumerate(views) if backs(echo, reading))
         number = reading.kind == "number"
         sources: tuple[int, ...]
         if number and reading.value in derived.wrong:  # G10.4: a wrong calculation
@@ -83,6 +89,8 @@ def trace_findings(findings: Findings, views: list[tuple[Seen, Seen]]) -> list[T
             status, sources = "derived", tuple(sorted(derived.grounds[reading.value]))
         elif allowed:
             status, sources = "allowed", ()
+        elif where == "summary" and claimed.backs(reading):  # G3.1: the customer's claim
+            status, sources, allowed = "claimed", (), True
         elif echoed:
             status, sources = "echo_only", echoed
         else:

@@ -1,10 +1,10 @@
 """`python -m checks.honest`: honest rewrites of reference solutions keep full marks.
 
 Played on a few real scenarios through `LedgerEnv` (a faulted one whose complaint names its
-invoice, a no_error one, a held-out one), scored by the reward and the grader. The variants
-in `READER_PENDING` wait on the token-reading rules of the fourth release (branch r4-read:
-code spans, curly quotes, `7.25 %`, `C$`, `*`, glued operators, a count before an amount) and
-the quoted-claim rule; once those land the set is emptied and every variant is held here.
+invoice, a vague one that claims an amount, a no_error one whose story's invoices include the
+disputed one, a held-out one), scored by the reward and the grader. Every variant is held here:
+the token-reading rules (G2) and the quoted claim (G3.1) of the fourth release have landed, so
+no variant is expected to fall short.
 """
 
 from __future__ import annotations
@@ -14,31 +14,29 @@ import pytest
 from checks.honest import Outcome, check_scenario, main, print_table
 from checks.honest_variants import VARIANTS
 
-READER_PENDING = frozenset({
-    "calc_symbols", "calc_backticked", "calc_times_star", "calc_times_glued",
-    "ids_backticked", "amounts_backticked", "amounts_code_before", "amounts_code_after",
-    "amounts_symbol", "percent_spaced", "dates_curly_quoted", "md_amount_first", "md_report",
-    "claim_quoted", "claim_amount_quoted",
-})  # fmt: skip
-HELD = tuple(v.name for v in VARIANTS if v.name not in READER_PENDING)
+HELD = tuple(v.name for v in VARIANTS)
 
 
-@pytest.mark.parametrize(("split", "seed"), [("eval", 100000), ("eval", 100021),
-                                             ("eval", 100032), ("heldout", 300000)])  # fmt: skip
+@pytest.mark.parametrize(("split", "seed"), [("eval", 100000), ("eval", 100001), ("eval", 100005),
+                                             ("eval", 100021), ("eval", 100032),
+                                             ("heldout", 300000)])  # fmt: skip
 def test_every_held_variant_keeps_full_marks(split: str, seed: int) -> None:
     outcomes = check_scenario(split, seed, HELD)
     short = [(o.variant, o.shaped, o.binary, o.untraceable) for o in outcomes
              if not o.full or o.disagrees]  # fmt: skip
     assert short == []
-    assert {"reference", "extra_reads", "reads_reversed", "md_table"} <= {
+    assert {"reference", "extra_reads", "reads_reversed", "md_table", "claim_quoted"} <= {
         o.variant for o in outcomes
     }
+    assert (
+        split != "eval" or seed != 100001 or "claim_amount_quoted" in {o.variant for o in outcomes}
+    )  # its complaint claims 7.99 USD
 
 
 def test_the_direct_route_is_played_where_the_complaint_names_the_invoice() -> None:
     (direct,) = check_scenario("eval", 100000, ("direct",))
     assert direct.full and direct.investigated
-    assert check_scenario("eval", 100005, ("direct",)) == []  # a vague complaint names none
+    assert check_scenario("eval", 100001, ("direct",)) == []  # a vague complaint names none
 
 
 def test_the_table_names_each_variant_short_of_full_marks(capsys) -> None:

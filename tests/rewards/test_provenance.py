@@ -61,9 +61,14 @@ def test_trailing_zeros_and_currency_codes_do_not_matter() -> None:
     assert untraceable("Tax 101.850 USD, EUR 101.85, 12.40€ and £12.4.", tax) == []
 
 
-def test_a_negative_difference_supports_the_positive_overcharge() -> None:
+def test_a_negative_difference_is_cited_but_grounds_no_overcharge() -> None:
+    """G7.1: a difference shown -12.40 (undercharged) is no overcharge of 12.40; the summary
+    cites it by its figure either way."""
     recompute = output(billed_total="148.20", difference="-12.40")
-    assert untraceable("", recompute, invoices={"INV-7F3K2Q": "12.40"}) == ["INV-7F3K2Q"]
+    assert untraceable("", recompute, invoices={"INV-7F3K2Q": "12.40"}) == ["INV-7F3K2Q", "12.40"]
+    assert untraceable("", output(difference="12.40"), invoices={"INV-7F3K2Q": "12.40"}) == [
+        "INV-7F3K2Q"
+    ]
     assert untraceable("The difference was -12.40.", recompute) == []
     assert untraceable("Overcharged by −$12.40.", output(difference="12.40")) == []
 

@@ -317,13 +317,16 @@ def test_an_untraceable_number_in_the_summary_costs_half_a_point(ep: Episode) ->
 
 
 def test_an_amount_the_complaint_claims_is_not_evidence(claimed: Scenario) -> None:
+    """G3.1: quoted in the summary it is claimed (no hallucination, no found fact); the
+    reward reads the complaint from the episode's database, `trace_episode` alone does not."""
     episode = Episode(claimed)
     episode.investigate()
     episode.credit_truth()
     claim = episode.truth.claimed_amounts[0]
     assert claim in claimed.complaint
     episode.submit(summary=episode.reference_findings["summary"] + f" They claimed {claim}.")
-    assert episode.reward().untraceable == (claim,)
+    assert episode.reward().untraceable == () and episode.reward().total == 1.0
+    assert [t.cited.raw for t in episode.reward_traces() if t.status == "untraceable"] == [claim]
 
 
 def test_an_amount_read_back_from_the_agents_own_credit_note_is_not_evidence(ep: Episode) -> None:
