@@ -18,10 +18,11 @@ from mcp_types import CallToolResult, ListToolsResult, TextContent, Tool
 from env.ledger_env import LedgerEnv
 
 
-def ledger_tools() -> list[Tool]:
-    """The nine tools in MCP form, in the contract's order."""
+def ledger_tools(tool_type: Any = Tool) -> list[Any]:
+    """The nine tools in MCP form, in the contract's order (`tool_type`: OpenEnv's own copy of
+    MCP's `Tool` class takes the same fields)."""
     return [
-        Tool(
+        tool_type(
             name=spec["function"]["name"],
             description=spec["function"]["description"],
             input_schema=spec["function"]["parameters"],

@@ -24,7 +24,7 @@ from openenv.core.env_server.mcp_types import (
 )
 from openenv.core.env_server.types import Action, EnvironmentMetadata, Observation
 
-from doors.mcp_tools import arguments_text
+from doors.mcp_tools import arguments_text, ledger_tools
 from doors.openenv_types import EpisodeStarted, EpisodeState, ToolResult
 from doors.scenario_ids import parse_scenario_id
 from doors.verdict import EpisodeVerdict, judge_variants, verdict_summary
@@ -55,17 +55,6 @@ def scenario_for(scenario_id: str | None, split: str | None, seed: int | None) -
     if split is None or seed is None:
         raise ValueError("reset needs scenario_id (e.g. eval-100021), or split and seed")
     return _scenario(*parse_scenario_id(f"{split}-{seed}"))
-
-
-def nine_tools() -> list[Tool]:
-    return [
-        Tool(
-            name=spec["function"]["name"],
-            description=spec["function"]["description"],
-            input_schema=spec["function"]["parameters"],
-        )
-        for spec in LedgerEnv.tool_specs()
-    ]
 
 
 def final_verdict(scenario: Scenario, env: LedgerEnv, variant: Variant) -> dict[str, Any]:
@@ -120,7 +109,7 @@ class LedgerGymEnvironment(Environment[Action, Observation, EpisodeState]):
 
     def step(self, action: Action, timeout_s: float | None = None, **kwargs: Any) -> Observation:
         if isinstance(action, ListToolsAction):
-            return ListToolsObservation(tools=nine_tools())
+            return ListToolsObservation(tools=ledger_tools(Tool))
         if not isinstance(action, CallToolAction):
             return ToolResult(tool_name="", error=_error(UNKNOWN_ACTION))
         if self._closed:
