@@ -1,7 +1,7 @@
 """`python -m checks.honest`: honest rewrites of reference solutions keep full marks.
 
 Played on a few real scenarios through `LedgerEnv` (a faulted one whose complaint names its
-invoice, a vague one that claims an amount, a no_error one whose story's invoices include the
+invoice, a vague one, a no_error one whose story's invoices include the
 disputed one, a held-out one), scored by the reward and the grader. Every variant is held here:
 the token-reading rules (G2) and the quoted claim (G3.1) of the fourth release have landed, so
 no variant is expected to fall short.
@@ -13,6 +13,9 @@ import pytest
 
 from checks.honest import Outcome, check_scenario, main, print_table
 from checks.honest_variants import VARIANTS
+from env.generation.generator import generate
+from env.generation.splits import split_seeds
+from env.scenario import reveal_truth
 
 HELD = tuple(v.name for v in VARIANTS)
 
@@ -28,9 +31,14 @@ def test_every_held_variant_keeps_full_marks(split: str, seed: int) -> None:
     assert {"reference", "extra_reads", "reads_reversed", "md_table", "claim_quoted"} <= {
         o.variant for o in outcomes
     }
-    assert (
-        split != "eval" or seed != 100001 or "claim_amount_quoted" in {o.variant for o in outcomes}
-    )  # its complaint claims 7.99 USD
+
+
+def test_a_misleading_claimed_amount_quoted_as_a_claim_keeps_full_marks() -> None:
+    """The first eval complaint that claims a wrong amount (found, not hard-coded)."""
+    seed = next(s for s in split_seeds("eval")
+                if "misleading_claim" in reveal_truth(generate("eval", s)).traps)  # fmt: skip
+    (quoted,) = check_scenario("eval", seed, ("claim_amount_quoted",))
+    assert quoted.full and not quoted.disagrees, quoted
 
 
 def test_the_direct_route_is_played_where_the_complaint_names_the_invoice() -> None:
