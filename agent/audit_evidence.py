@@ -13,6 +13,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from env.engine.calendar import fx_rate_day
 from env.engine.money import format_cents
 
 Json = dict[str, Any]
@@ -91,6 +92,17 @@ class Evidence:
         """The local day an invoice was issued: tax, exemption and fx are taken on it."""
         event = to_event({"occurred_at": summary.get("issued_at"), "type": ""}, self.timezone)
         return event.local.isoformat() if event else str(summary.get("period_start"))
+
+    def fx_date(self, issue_day: str, subscription_id: str) -> str:
+        """The day whose rate converts an invoice issued on `issue_day`: a documented rate
+        lock's `rate_date` for its subscription inside its window (`get_customer`'s
+        `fx_rate_lock`), else the issue day's (a weekend's Friday), by the engine's rule."""
+        lock = mapping(self.customer.get("fx_rate_lock"))
+        keys = ("subscription_id", "rate_date", "issued_from", "issued_until")
+        values = [lock.get(k) for k in keys]
+        ok = all(isinstance(v, str) for v in values)
+        window = (str(values[0]), str(values[1]), str(values[2]), str(values[3])) if ok else None
+        return fx_rate_day(date.fromisoformat(issue_day), subscription_id, window).isoformat()
 
     def credited(self, invoice_id: str) -> int:
         """What earlier credit notes already returned on an invoice (0 if not fetched)."""

@@ -36,6 +36,10 @@ class Customer:
     previous_jurisdiction: str | None = None
     jurisdiction_since: str | None = None
     exemption_jurisdiction: str | None = None  # where the certificate applies (None: own)
+    # a documented rate lock (world v5): (subscription_id, rate_date, issued_from, issued_until),
+    # the subscription's invoices issued in the window convert at the rate of rate_date
+    # (`env.engine.calendar.fx_rate_day`)
+    fx_lock: tuple[str, str, str, str] | None = None
 
 
 @dataclass
@@ -197,7 +201,7 @@ def freeze(draft: WorldDraft) -> bytes:
     c = draft.customer
     cert = c.exemption or (None, None, None)
     db.execute(
-        "INSERT INTO customers VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        "INSERT INTO customers VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
         (
             c.id,
             c.name,
@@ -214,6 +218,7 @@ def freeze(draft: WorldDraft) -> bytes:
             c.previous_jurisdiction,
             c.jurisdiction_since,
             (c.exemption_jurisdiction or c.tax_jurisdiction) if c.exemption else None,
+            *(c.fx_lock or (None, None, None, None)),
         ),
     )
     for p in draft.plans:
