@@ -52,7 +52,7 @@ def duplicate_payments(ev: Evidence) -> list[Candidate]:
         amounts = [cents(p.get("amount")) or 0 for p in paid]
         if len(paid) < 2 or total is None:
             continue
-        over = sum(amounts) - refunded - total - ev.credited(invoice_id)
+        over = sum(amounts) - refunded - total - ev.credited(invoice_id) - ev.kept(mine)
         if over <= 0:
             continue
         shown = ", ".join(f"{p.get('payment_id')} {p.get('amount')}" for p in paid)

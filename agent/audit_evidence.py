@@ -104,6 +104,13 @@ class Evidence:
         window = (str(values[0]), str(values[1]), str(values[2]), str(values[3])) if ok else None
         return fx_rate_day(date.fromisoformat(issue_day), subscription_id, window).isoformat()
 
+    def kept(self, payments: list[Json]) -> int:
+        """What the customer keeps on account of these payments (`get_customer`'s
+        `account_credit`), not owed back."""
+        kept = mapping(self.customer.get("account_credit"))
+        ids = {p.get("payment_id") for p in payments}
+        return (cents(kept.get("amount")) or 0) if kept.get("payment_id") in ids else 0
+
     def credited(self, invoice_id: str) -> int:
         """What earlier credit notes already returned on an invoice (0 if not fetched)."""
         return cents(self.details.get(invoice_id, {}).get("amount_credited")) or 0

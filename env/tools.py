@@ -67,6 +67,8 @@ class BillingTools(Lookups):
         tax_jurisdiction_since are taxed in previous_tax_jurisdiction (null: no move).
         A subscription's invoices issued in fx_rate_lock's [issued_from, issued_until) convert
         at the USD rate of its rate_date, a contract rate (null: none; else the issue day's).
+        account_credit: an overpayment (payment_id, amount) the customer keeps on account,
+        not owed back (null: none).
         Call this first with the id from the complaint, then `list_invoices`.
 
         Args:
