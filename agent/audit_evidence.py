@@ -100,7 +100,7 @@ class Evidence:
         lock = mapping(self.customer.get("fx_rate_lock"))
         keys = ("subscription_id", "rate_date", "issued_from", "issued_until")
         values = [lock.get(k) for k in keys]
-        ok = all(isinstance(v, str) for v in values)
+        ok = all(isinstance(v, str) for v in values) and _is_day(values[1])
         window = (str(values[0]), str(values[1]), str(values[2]), str(values[3])) if ok else None
         return fx_rate_day(date.fromisoformat(issue_day), subscription_id, window).isoformat()
 
@@ -108,8 +108,12 @@ class Evidence:
         """What the customer keeps on account of these payments (`get_customer`'s
         `account_credit`), not owed back."""
         kept = mapping(self.customer.get("account_credit"))
-        ids = {p.get("payment_id") for p in payments}
-        return (cents(kept.get("amount")) or 0) if kept.get("payment_id") in ids else 0
+        payment = kept.get("payment_id")
+        if not isinstance(payment, str) or not any(
+            p.get("payment_id") == payment for p in payments
+        ):
+            return 0
+        return cents(kept.get("amount")) or 0
 
     def credited(self, invoice_id: str) -> int:
         """What earlier credit notes already returned on an invoice (0 if not fetched)."""
@@ -131,6 +135,15 @@ class Evidence:
 
 
 # parsing -------------------------------------------------------------------------------------
+
+
+def _is_day(value: Any) -> bool:
+    """Whether a tool printed a YYYY-MM-DD date here (a garbled answer is ignored)."""
+    try:
+        date.fromisoformat(str(value))
+    except ValueError:
+        return False
+    return True
 
 
 def mapping(value: Any) -> Json:
