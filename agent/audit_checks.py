@@ -52,7 +52,7 @@ def duplicate_payments(ev: Evidence) -> list[Candidate]:
         amounts = [cents(p.get("amount")) or 0 for p in paid]
         if len(paid) < 2 or total is None:
             continue
-        over = sum(amounts) - refunded - total - ev.credited(invoice_id)
+        over = sum(amounts) - refunded - total - ev.credited(invoice_id) - ev.kept(mine)
         if over <= 0:
             continue
         shown = ", ".join(f"{p.get('payment_id')} {p.get('amount')}" for p in paid)
@@ -494,10 +494,13 @@ def _fx_rows(ev: Evidence) -> list[tuple[Json, Json, Decimal]]:
     return rows
 
 
-def _fx_suspect(inputs: Json, issue_day: str, value: Decimal, median: Decimal) -> str | None:
-    issued = fx_day(date.fromisoformat(issue_day)).isoformat()  # weekends: the Friday's rate
+def _fx_suspect(
+    inputs: Json, issue_day: str, issued: str, value: Decimal, median: Decimal
+) -> str | None:
+    """Why a conversion looks wrong; `issued` is the day whose rate is right (`Evidence.fx_date`:
+    the Friday's for a weekend, a rate lock's date inside its window)."""
     if inputs.get("fx_rate_date") != issued:
-        return f"the rate of {inputs.get('fx_rate_date')}, not of its issue day {issue_day}"
+        return f"the rate of {inputs.get('fx_rate_date')}, not of {issued} (issued {issue_day})"
     below = FX_BELOW_ONE.get(str(inputs.get("currency")))
     if below is not None and (value < 1) != below:
         return "a rate on the wrong side of 1 for this currency (inverted?)"
@@ -515,17 +518,17 @@ def currency_conversion_error(ev: Evidence, *, sweep: bool = False) -> list[Cand
     found = []
     for summary, inputs, value in rows:
         issue_day = ev.issue_day(summary)
-        issued = fx_day(date.fromisoformat(issue_day)).isoformat()
-        why = _fx_suspect(inputs, issue_day, value, median)
+        issued = ev.fx_date(issue_day, str(summary.get("subscription_id", "")))
+        why = _fx_suspect(inputs, issue_day, issued, value, median)
         if (why is None) != sweep:
             continue
         note = f"{summary['invoice_id']} converted at {inputs.get('fx_rate')}"
         note += f", {why}" if why else f"; checked against the rate of its issue day {issue_day}"
         overrides = {"fx_rate_date": issued}
-        # a weekend issue day converts at the Friday's rate, a date no read tool prints
-        shown = (
-            None if issued == issue_day else f"the rate of the last business day before {issue_day}"
-        )
+        # a weekend issue day converts at the Friday's rate, a date no read tool prints (a rate
+        # lock's date is printed by get_customer)
+        weekend = issued == fx_day(date.fromisoformat(issue_day)).isoformat() != issue_day
+        shown = f"the rate of the last business day before {issue_day}" if weekend else None
         found.append(
             Candidate(
                 "currency_conversion_error", summary["invoice_id"], note, overrides, shown=shown

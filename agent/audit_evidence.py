@@ -13,6 +13,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from env.engine.calendar import fx_rate_day
 from env.engine.money import format_cents
 
 Json = dict[str, Any]
@@ -92,6 +93,28 @@ class Evidence:
         event = to_event({"occurred_at": summary.get("issued_at"), "type": ""}, self.timezone)
         return event.local.isoformat() if event else str(summary.get("period_start"))
 
+    def fx_date(self, issue_day: str, subscription_id: str) -> str:
+        """The day whose rate converts an invoice issued on `issue_day`: a documented rate
+        lock's `rate_date` for its subscription inside its window (`get_customer`'s
+        `fx_rate_lock`), else the issue day's (a weekend's Friday), by the engine's rule."""
+        lock = mapping(self.customer.get("fx_rate_lock"))
+        keys = ("subscription_id", "rate_date", "issued_from", "issued_until")
+        values = [lock.get(k) for k in keys]
+        ok = all(isinstance(v, str) for v in values) and _is_day(values[1])
+        window = (str(values[0]), str(values[1]), str(values[2]), str(values[3])) if ok else None
+        return fx_rate_day(date.fromisoformat(issue_day), subscription_id, window).isoformat()
+
+    def kept(self, payments: list[Json]) -> int:
+        """What the customer keeps on account of these payments (`get_customer`'s
+        `account_credit`), not owed back."""
+        kept = mapping(self.customer.get("account_credit"))
+        payment = kept.get("payment_id")
+        if not isinstance(payment, str) or not any(
+            p.get("payment_id") == payment for p in payments
+        ):
+            return 0
+        return cents(kept.get("amount")) or 0
+
     def credited(self, invoice_id: str) -> int:
         """What earlier credit notes already returned on an invoice (0 if not fetched)."""
         return cents(self.details.get(invoice_id, {}).get("amount_credited")) or 0
@@ -112,6 +135,15 @@ class Evidence:
 
 
 # parsing -------------------------------------------------------------------------------------
+
+
+def _is_day(value: Any) -> bool:
+    """Whether a tool printed a YYYY-MM-DD date here (a garbled answer is ignored)."""
+    try:
+        date.fromisoformat(str(value))
+    except ValueError:
+        return False
+    return True
 
 
 def mapping(value: Any) -> Json:

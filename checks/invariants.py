@@ -22,7 +22,7 @@ from checks.now import after_now_problems
 from checks.states import state_problems
 from checks.timeline import timeline_problems
 from env.engine.billing import compute_invoice, previous_period_start
-from env.engine.calendar import fx_day, utc_to_local_date
+from env.engine.calendar import FxLock, fx_rate_day, utc_to_local_date
 from env.engine.money import parse_rate
 from env.engine.records import inputs_from_json
 
@@ -189,13 +189,14 @@ class _World:
         rate = self._tax_rate(jurisdiction, day)
         if not inputs.tax_exempt and inputs.tax_rate != rate:
             problems.append(f"tax rate {inputs.tax_rate} is not the rate {rate} in force on {day}")
-        if inputs.fx_rate_date != fx_day(day):
-            problems.append(f"fx rate of {inputs.fx_rate_date}, not of the issue day {day}")
+        fx_date = fx_rate_day(day, row["subscription_id"], self._fx_lock())
+        if inputs.fx_rate_date != fx_date:
+            problems.append(f"fx rate of {inputs.fx_rate_date}, not of {fx_date} (issued {day})")
         elif self.fx and any(
             date.fromisoformat(d).weekday() >= 5 for (quote, d) in self.fx if quote
         ):
             problems.append("an fx rate is recorded on a weekend")
-        elif inputs.fx_rate != self._fx(inputs.currency, fx_day(day)):
+        elif inputs.fx_rate != self._fx(inputs.currency, fx_date):
             problems.append(f"fx rate {inputs.fx_rate} is not the rate recorded for {day}")
         if inputs.usage_units is not None and inputs.usage_units != self._usage_record(row):
             problems.append("usage units differ from the usage record")
@@ -243,6 +244,15 @@ class _World:
                     "that period was billed on"
                 )
         return problems
+
+    def _fx_lock(self) -> FxLock | None:
+        """The customer's documented rate lock (subscription, rate date, window), if any."""
+        c = self.customer
+        if c["fx_rate_lock_date"] is None:
+            return None
+        keys = ("subscription_id", "date", "from", "until")
+        sub, day, start, end = (str(c[f"fx_rate_lock_{k}"]) for k in keys)
+        return (sub, day, start, end)
 
     def _jurisdiction(self, day: date) -> str:
         """The customer's jurisdiction in force on an issue day: the previous one before a move."""

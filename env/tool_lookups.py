@@ -71,6 +71,8 @@ class Lookups:
             "tax_jurisdiction": row["tax_jurisdiction"],
             "previous_tax_jurisdiction": row["previous_tax_jurisdiction"],
             "tax_jurisdiction_since": row["tax_jurisdiction_since"],
+            "fx_rate_lock": _fx_lock(row),
+            "account_credit": _account_credit(row),
             "timezone": row["timezone"],
             "currency": row["currency"],
             "exemption_certificate": certificate,
@@ -374,3 +376,28 @@ class Lookups:
                 + ", ".join(dates[:20])
             )
         return parse_rate(row[0])
+
+
+def _fx_lock(row: sqlite3.Row) -> dict[str, str] | None:
+    """A documented rate lock (contract v5): the subscription's invoices issued in
+    [issued_from, issued_until) convert at the USD rate of rate_date; null when none."""
+    if row["fx_rate_lock_date"] is None:
+        return None
+    return {
+        "subscription_id": row["fx_rate_lock_subscription_id"],
+        "rate_date": row["fx_rate_lock_date"],
+        "issued_from": row["fx_rate_lock_from"],
+        "issued_until": row["fx_rate_lock_until"],
+    }
+
+
+def _account_credit(row: sqlite3.Row) -> dict[str, str] | None:
+    """An overpayment kept as account credit (contract v5): the payment and the amount the
+    customer keeps on account, not owed back; null when none."""
+    if row["account_credit_payment_id"] is None:
+        return None
+    return {
+        "payment_id": row["account_credit_payment_id"],
+        "amount": format_cents(int(row["account_credit_cents"])),
+        "since": row["account_credit_since"],
+    }

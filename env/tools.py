@@ -65,6 +65,10 @@ class BillingTools(Lookups):
         An exemption certificate covers invoices whose period starts on or after valid_from and
         before valid_until, taxed in its jurisdiction. Invoices issued before
         tax_jurisdiction_since are taxed in previous_tax_jurisdiction (null: no move).
+        A subscription's invoices issued in fx_rate_lock's [issued_from, issued_until) convert
+        at the USD rate of its rate_date, a contract rate (null: none; else the issue day's).
+        account_credit: an overpayment (payment_id, amount) the customer keeps on account,
+        not owed back (null: none).
         Call this first with the id from the complaint, then `list_invoices`.
 
         Args:

@@ -43,3 +43,16 @@ def fx_day(day: date) -> date:
     while day.weekday() >= 5:
         day -= timedelta(days=1)
     return day
+
+
+FxLock = tuple[str, str, str, str]  # subscription_id, rate_date, issued_from, issued_until
+
+
+def fx_rate_day(issued: date, subscription_id: str, lock: FxLock | None) -> date:
+    """The day whose rate converts an invoice of `subscription_id` issued on `issued` (design
+    §1.1): a documented rate lock's `rate_date` when the lock is the subscription's and its
+    window [issued_from, issued_until) covers the issue day (a contract rate, world v5), else
+    `fx_day`."""
+    if lock is not None and lock[0] == subscription_id and lock[2] <= issued.isoformat() < lock[3]:
+        return date.fromisoformat(lock[1])
+    return fx_day(issued)

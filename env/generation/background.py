@@ -16,7 +16,7 @@ import unicodedata
 from datetime import date, time, timedelta
 
 from env.engine.calendar import days, local_to_utc, utc_to_local_date
-from env.generation import lookalikes_tax
+from env.generation import lookalikes_fx, lookalikes_tax
 from env.generation.builder import WorldBuilder, data
 from env.generation.changes import immediate_swap, late_days
 from env.generation.lookalikes_life import retro_trial, reversed_cancel, scheduled_first
@@ -162,6 +162,7 @@ def decorate_main(b: WorldBuilder, story: Story, skip: tuple[str, ...] = ()) -> 
     assert b.draft is not None
     lookalikes_tax.certificate_gap(b, story)  # before anything is billed
     high_fx_day(b, story)  # a rate at the top of the usual band, as the fx fault's jump
+    lookalikes_fx.rate_lock(b, story)  # a contract rate several days old, as the fx fault's
     first_paid = 1 if story.trial_end is not None else 0
     if story.coupon is None and first_paid < story.periods and _main_draw(b, "coupon", skip):
         _coupon(b, story, first_paid, fixed_ok=True)

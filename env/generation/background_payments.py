@@ -9,7 +9,7 @@ from env.engine.calendar import days, utc_to_local_date
 from env.generation.background import draw
 from env.generation.builder import WorldBuilder
 from env.generation.changes import earlier_credit
-from env.generation.lookalikes_pay import credited_second_charge
+from env.generation.lookalikes_pay import credited_second_charge, kept_second_charge
 from env.generation.world import Invoice
 
 MEMOS = (
@@ -68,6 +68,10 @@ def decorate_payments(b: WorldBuilder, avoid: list[Invoice]) -> list[str]:
     if credited is not None:
         safe.remove(credited)
         features.append("credited_second_charge")
+    kept = kept_second_charge(b, safe)  # a second charge kept as account credit (world v5)
+    if kept is not None:
+        safe.remove(kept)
+        features.append("kept_second_charge")
     if safe and draw(b, "goodwill_credit"):
         invoice = b.pick(safe)
         total = invoice.billed_amounts().total_cents

@@ -17,7 +17,7 @@ from importlib import resources
 from typing import Any
 
 from env.engine.billing import BillingInputs
-from env.engine.calendar import add_months, days, fx_day, local_to_utc, utc_stamp
+from env.engine.calendar import add_months, days, fx_day, fx_rate_day, local_to_utc, utc_stamp
 from env.engine.money import format_rate, parse_rate
 from env.generation import lookalikes_tax
 from env.generation.story import Story, plan_terms
@@ -237,13 +237,13 @@ class WorldBuilder:
         where = self.customer.exemption_jurisdiction or self.customer.tax_jurisdiction
         return where == self.jurisdiction_on(day)
 
-    def rates_on(self, issued: date) -> dict[str, Any]:
+    def rates_on(self, issued: date, subscription_id: str = "") -> dict[str, Any]:
         """The currency, fx and tax inputs of an invoice issued that day (design §1.1: the rates
         in force on the issue date, the exemption if its window covers it)."""
         return {
             "currency": self.customer.currency,
-            "fx_rate": self.fx_on(fx_day(issued)),
-            "fx_rate_date": fx_day(issued),
+            "fx_rate": self.fx_on(fx_rate_day(issued, subscription_id, self.customer.fx_lock)),
+            "fx_rate_date": fx_rate_day(issued, subscription_id, self.customer.fx_lock),
             "tax_jurisdiction": self.jurisdiction_on(issued),
             "tax_rate": self.rate_in(self.jurisdiction_on(issued), issued),
             "tax_exempt": self.exempt_on(issued),

@@ -159,11 +159,12 @@ def reference_solution(
     ]
     read = [invoice.id for invoice in outcome.focus]
     summary = outcome.summary
+    # G11.3: a fact of a disputed invoice, cited (a decoy may have put it among those read
+    # without the summary naming it)
     if outcome.label == "no_error" and disputed and not any(d in summary for d in disputed):
-        # the story's invoices may include a disputed one its summary never cites (G11.3)
         if disputed[0] not in read:
             read.append(disputed[0])
-        summary += _disputed_fact(b, disputed[0])  # G11.3: a fact of it, cited
+        summary += _disputed_fact(b, disputed[0])
     for invoice_id in read:
         calls.append(call("get_invoice", invoice_id=invoice_id))
     calls.append(call("get_subscription_timeline", subscription_id=outcome.story.sub.id))

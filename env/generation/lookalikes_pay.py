@@ -52,6 +52,33 @@ def credited_second_charge(b: WorldBuilder, safe: list[Invoice]) -> Invoice | No
     return invoice
 
 
+KEPT_SECOND_CHARGE_RATE = 0.35  # of L2/L3 scenarios: a second charge kept as account credit
+
+
+def kept_second_charge(b: WorldBuilder, safe: list[Invoice]) -> Invoice | None:
+    """World v5, same shape as `duplicate_payment`: a second succeeded charge on a correctly
+    billed invoice, in the fault's three sizes (the whole total, a retried capture for part of
+    it, the whole less a partial refund), which the customer asked to keep as account credit
+    (`get_customer`'s `account_credit`: the payment and the amount kept). Nothing is owed."""
+    assert b.draft is not None
+    if b.difficulty == "L1" or not safe or b.rng.random() >= KEPT_SECOND_CHARGE_RATE:
+        return None
+    invoice = b.pick(safe)
+    last = _last_succeeded(b, invoice)
+    again = b.pay(invoice, after=last.paid_at, status="succeeded")
+    assert again is not None
+    if b.rng.random() < 0.5:
+        again.method = last.method
+    form = b.pick(("plain", "partial_second", "partly_refunded"))
+    kept = again.amount_cents
+    if form == "partial_second":
+        again.amount_cents = kept = again.amount_cents * b.rng.randint(25, 90) // 100
+    elif form == "partly_refunded":
+        kept -= b.refund(again, kept * b.rng.randint(20, 70) // 100).amount_cents
+    b.customer.kept_credit = (again.id, kept, again.paid_at[:10])
+    return invoice
+
+
 def _last_succeeded(b: WorldBuilder, invoice: Invoice) -> Payment:
     assert b.draft is not None
     return [p for p in b.draft.payments if p.invoice_id == invoice.id and p.status == "succeeded"][

@@ -61,7 +61,7 @@ class RateBook(Protocol):
     """Where an invoice's currency, fx and tax inputs come from: the world being built
     (`WorldBuilder.rates_on`). A story bills against it without knowing the builder."""
 
-    def rates_on(self, issued: date) -> dict[str, Any]: ...
+    def rates_on(self, issued: date, subscription_id: str = "") -> dict[str, Any]: ...
 
 
 @dataclass
@@ -207,7 +207,7 @@ class Story:
             period_end=end,
             plan=plan_terms(current, start),
             seats=self.seats_at(start),
-            **world.rates_on(issued),
+            **world.rates_on(issued, self.sub.id),
             previous_plan=previous_plan,
             previous_seats=previous_seats,
             plan_change_date=change_date,
@@ -247,6 +247,6 @@ class Story:
             period_end=self.trial_end,
             plan=plan_terms(self.plan, start),
             seats=self.seats,
-            **world.rates_on(start),
+            **world.rates_on(start, self.sub.id),
             proration_start=self.trial_end,
         )

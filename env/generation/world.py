@@ -36,6 +36,12 @@ class Customer:
     previous_jurisdiction: str | None = None
     jurisdiction_since: str | None = None
     exemption_jurisdiction: str | None = None  # where the certificate applies (None: own)
+    # a documented rate lock (world v5): (subscription_id, rate_date, issued_from, issued_until),
+    # the subscription's invoices issued in the window convert at the rate of rate_date
+    # (`env.engine.calendar.fx_rate_day`)
+    fx_lock: tuple[str, str, str, str] | None = None
+    # an overpayment kept as account credit (world v5): (payment_id, cents kept, kept_since)
+    kept_credit: tuple[str, int, str] | None = None
 
 
 @dataclass
@@ -153,6 +159,17 @@ class WorldDraft:
     def subscription(self, subscription_id: str) -> Subscription:
         return next(sub for sub in self.subscriptions if sub.id == subscription_id)
 
+    def _kept(self, invoice: Invoice) -> int:
+        """What the customer keeps as account credit of this invoice's payments (world v5)."""
+        kept = self.customer.kept_credit
+        if kept is None:
+            return 0
+        return (
+            kept[1]
+            if any(p.id == kept[0] and p.invoice_id == invoice.id for p in self.payments)
+            else 0
+        )
+
     def overcharges(self) -> dict[str, int]:
         """Per invoice: billed minus correct, plus any net payment (succeeded minus refunded)
         beyond the total, minus what earlier credit notes already returned."""
@@ -165,7 +182,7 @@ class WorldDraft:
                 for p in self.payments
                 if p.invoice_id == inv.id and p.status in ("succeeded", "refunded")
             )
-            over += max(0, paid - billed)
+            over += max(0, paid - billed - self._kept(inv))
             if over <= 0:  # a goodwill credit on a correct invoice is no overcharge
                 continue
             over -= sum(n.amount_cents for n in self.credit_notes if n.invoice_id == inv.id)
@@ -197,7 +214,7 @@ def freeze(draft: WorldDraft) -> bytes:
     c = draft.customer
     cert = c.exemption or (None, None, None)
     db.execute(
-        "INSERT INTO customers VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        "INSERT INTO customers VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
         (
             c.id,
             c.name,
@@ -214,6 +231,8 @@ def freeze(draft: WorldDraft) -> bytes:
             c.previous_jurisdiction,
             c.jurisdiction_since,
             (c.exemption_jurisdiction or c.tax_jurisdiction) if c.exemption else None,
+            *(c.fx_lock or (None, None, None, None)),
+            *(c.kept_credit or (None, None, None)),
         ),
     )
     for p in draft.plans:

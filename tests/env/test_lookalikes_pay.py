@@ -46,8 +46,22 @@ def _credited_excess() -> list[tuple[Scenario, str]]:
     for seed in SEEDS:
         scenario = generate("train", seed)
         over = reveal_truth(scenario).overcharges
-        found += [(scenario, i) for i in _excess(scenario) if i not in over]
+        kept = _kept_invoice(scenario)  # world v5: an excess kept on account, no credit note
+        found += [(scenario, i) for i in _excess(scenario) if i not in over and i != kept]
     return found
+
+
+def _kept_invoice(scenario: Scenario) -> str | None:
+    """The invoice whose second charge the customer keeps as account credit, if any."""
+    db = open_database(scenario.database)
+    try:
+        row = db.execute(
+            "SELECT p.invoice_id FROM customers c JOIN payments p "
+            "ON p.id = c.account_credit_payment_id"
+        ).fetchone()
+        return None if row is None else str(row[0])
+    finally:
+        db.close()
 
 
 def test_a_credited_second_charge_occurs_at_l2_l3_in_several_classes() -> None:

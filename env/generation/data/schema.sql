@@ -5,7 +5,9 @@ CREATE TABLE customers (
     country TEXT NOT NULL, region TEXT, tax_jurisdiction TEXT NOT NULL, timezone TEXT NOT NULL,
     currency TEXT NOT NULL, exemption_certificate_id TEXT, exemption_valid_from TEXT,
     exemption_valid_until TEXT, notes TEXT NOT NULL DEFAULT '', created_at TEXT NOT NULL,
-    previous_tax_jurisdiction TEXT, tax_jurisdiction_since TEXT, exemption_jurisdiction TEXT
+    previous_tax_jurisdiction TEXT, tax_jurisdiction_since TEXT, exemption_jurisdiction TEXT,
+    fx_rate_lock_subscription_id TEXT, fx_rate_lock_date TEXT, fx_rate_lock_from TEXT, fx_rate_lock_until TEXT,
+    account_credit_payment_id TEXT, account_credit_cents INTEGER, account_credit_since TEXT
 );
 CREATE TABLE plans (
     id TEXT PRIMARY KEY, name TEXT NOT NULL, interval TEXT NOT NULL, pricing TEXT NOT NULL,

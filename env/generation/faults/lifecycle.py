@@ -447,7 +447,7 @@ def _ignored_extension(
     victims = []
     for k in range(whole):
         day = kept if k == 0 else story.period(k)[0]
-        inputs = replace(story.inputs(k, b), **b.rates_on(day))
+        inputs = replace(story.inputs(k, b), **b.rates_on(day, story.sub.id))
         inputs = replace(inputs, proration_start=kept if k == 0 else None)
         victims.append(_unwarranted_on(b, story, inputs, day))
     b.rebill(invoices[0], proration_start=None)  # the trial's last days charged as well

@@ -28,7 +28,8 @@ from env.generation.faults.common import (
     unbilled_story,
     victim_count,
 )
-from env.generation.lookalikes_pay import fx_band_top, fx_high_rate
+from env.generation.lookalikes_fx import locked_periods, stale_day
+from env.generation.lookalikes_pay import fx_high_rate
 from env.generation.story import Story
 from env.generation.world import Coupon, Invoice
 
@@ -397,7 +398,9 @@ def currency_conversion_error(b: WorldBuilder) -> FaultOutcome:
     decorate_main(b, story)
     invoices = b.bill(story)
     by_start = invoices_by_start(invoices)
-    run = _run(b, _victim_room(b, story, by_start, [k for k in range(n) if k != jump]))
+    locked = locked_periods(b, story)  # a contract rate's invoice is billed right (look-alike)
+    allowed = [k for k in range(n) if k != jump and k not in locked]
+    run = _run(b, _victim_room(b, story, by_start, allowed))
     # another recorded day's rate, inside the band every class's table keeps: an inverted rate
     # (once an L1 form) left every currency's band, a value no correct invoice records
     variant = "wrong_date"
@@ -467,41 +470,22 @@ def _put_fx(b: WorldBuilder, day: date, rate: Fraction) -> None:
 
 
 def _wrong_day(b: WorldBuilder, invoice: Invoice) -> tuple[date, Fraction]:
-    """Another recorded day whose rate is higher, so the conversion overcharges.
-
-    A stale rate (an earlier day the table holds, latest first); if none of those is higher,
-    an earlier day is recorded with a rate at least 1 % above the right one, inside the
-    table's usual band where it has room.
-    """
-    # two days or more before the period start and before the right rate's day (a weekend
-    # start's Friday): the day before is the UTC date of some issue times, a defensible reading
+    """Another recorded day whose rate is higher, so the conversion overcharges: a stale rate
+    (an earlier day the table holds, latest first) or a fresh day inside the table's band, two
+    days or more before the period start and the right rate's day (`lookalikes_fx.stale_day`,
+    the chooser the rate lock look-alike draws its contract date with)."""
+    # the day before is the UTC date of some issue times, a defensible reading; a day the table
+    # holds but no invoice records: another invoice's rate reused would be a rate two invoices
+    # share; a fresh day counts among the days beyond the invoices' own (`extra_fx_days`)
     start = min(invoice.billed.period_start, invoice.billed.fx_rate_date)
-    latest = (start - days(2)).isoformat()
-    known = sorted(date.fromisoformat(d) for d in b.fx if d <= latest)
-    # a day the table holds but no invoice records: another invoice's rate reused would be a
-    # rate two invoices share, which correct invoices (one rate a day) seldom do; a fresh day
-    # below counts among the days beyond the invoices' own every table holds (`extra_fx_days`)
     recorded = {inv.billed.fx_rate_date for inv in b.draft.invoices} if b.draft else set()
-    tries = list(reversed(known))
-    for day in tries:
-        if day.weekday() >= 5 or day in recorded:
-            continue  # a weekend has no rate; an invoice's own day is no stale rate
-        rate = b.fx_on(day)
-        if _overcharges(invoice, rate, day):
-            return day, rate
-    day = start - days(b.rng.randint(2, 31))
-    while day.isoformat() in b.fx or day.weekday() >= 5:
-        day -= days(1)
-    # about 1 % above the right rate, inside the table's usual band where it has room (a rate
-    # above the band every class's table keeps would give the class away, design §1.2)
-    right = invoice.billed.fx_rate
-    high = fx_band_top(b.fx_base())
-    low = min(right * Fraction(101, 100), high)
-    rate = low + (high - low) * Fraction(b.rng.randint(0, 100), 100)
-    if not _overcharges(invoice, Fraction(round(rate * 10000), 10000), day):
-        rate = right * Fraction(101, 100)  # the right rate is at the band's top already
-    _put_fx(b, day, rate)
-    return day, b.fx_on(day)
+    return stale_day(
+        b,
+        start,
+        invoice.billed.fx_rate,
+        recorded,
+        lambda rate, day: _overcharges(invoice, rate, day),
+    )
 
 
 def _overcharges(invoice: Invoice, rate: Fraction, day: date) -> bool:

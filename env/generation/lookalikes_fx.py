@@ -1,0 +1,95 @@
+"""The fx rate lock look-alike (world v5, design §1.2 "same shape"): a contract rate on the
+customer record (`fx_rate_lock`, read with `get_customer`) under which one invoice of the main
+subscription converts at the rate of a day several days before its issue day, billed correctly.
+Its date and rate come from the fault's own chooser (`stale_day`), so the invoice's fx date and
+rate look exactly like `currency_conversion_error`'s wrong date; only the customer record tells
+the two apart (`env.engine.calendar.fx_rate_day`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import date
+from fractions import Fraction
+
+from env.engine.calendar import days, fx_day
+from env.generation.builder import WorldBuilder
+from env.generation.lookalikes_pay import fx_band_top
+from env.generation.story import Story
+
+RATE_LOCK_RATE = {"L1": 0.0, "L2": 0.35, "L3": 0.35}  # of non-USD customers, in every class
+LOCK_TAIL_DAYS = (1, 10)  # the window runs on this many days past the locked invoice's issue
+
+
+def stale_day(
+    b: WorldBuilder,
+    start: date,
+    right: Fraction,
+    recorded: set[date],
+    higher: Callable[[Fraction, date], bool],
+) -> tuple[date, Fraction]:
+    """A weekday two or more days before `start` whose rate is `higher` than the right one: a
+    day the table holds that no invoice records (latest first), else a fresh day 2-31 days
+    back recorded about 1 % above `right`, inside the table's usual band where it has room."""
+    latest = (start - days(2)).isoformat()
+    known = sorted(date.fromisoformat(d) for d in b.fx if d <= latest)
+    for day in reversed(known):
+        if day.weekday() >= 5 or day in recorded:
+            continue  # a weekend has no rate; an invoice's own day is no stale rate
+        rate = b.fx_on(day)
+        if higher(rate, day):
+            return day, rate
+    day = start - days(b.rng.randint(2, 31))
+    while day.isoformat() in b.fx or day.weekday() >= 5 or day in recorded:
+        day -= days(1)
+    high = fx_band_top(b.fx_base())
+    low = min(right * Fraction(101, 100), high)
+    rate = low + (high - low) * Fraction(b.rng.randint(0, 100), 100)
+    if not higher(Fraction(round(rate * 10000), 10000), day):
+        rate = right * Fraction(101, 100)  # the right rate is at the band's top already
+    b.put_fx(day, rate)
+    return day, b.fx_on(day)
+
+
+def rate_lock(b: WorldBuilder, story: Story) -> None:
+    """Before the main story is billed: now and then (`RATE_LOCK_RATE`) a contract rate for a
+    run of consecutive paid invoices (1-3, as many as the fault's victims), at a stale day's
+    higher rate as the fault draws it. A period whose issue day's rate is already set (a
+    high-rate day, the fault's jump) is left alone; at least one other paid period stays
+    unlocked."""
+    if b.customer.currency == "USD" or b.rng.random() >= RATE_LOCK_RATE[b.difficulty]:
+        return
+    first_paid = 1 if story.trial_end is not None else 0
+    issues = [story.issue_day(k) for k in range(story.periods)]
+    room = [
+        k for k in range(first_paid, story.periods) if fx_day(issues[k]).isoformat() not in b.fx
+    ]
+    if len(room) < 2:  # another paid period stays unlocked (a fault's victim needs one)
+        return
+    count = b.rng.randint(1, min(3, len(room) - 1))  # as `faults.common.victim_count` at L2/L3
+    head = b.pick(room)
+    run = [head]
+    while len(run) < count and run[-1] + 1 in room:
+        run.append(run[-1] + 1)
+    issued = issues[head]
+    right = b.fx_on(fx_day(issued))  # the table holds the issue day's rate, as beside a victim
+    assert b.draft is not None
+    recorded = {fx_day(d) for d in issues} | {inv.billed.fx_rate_date for inv in b.draft.invoices}
+    start = min(story.period(head)[0], fx_day(issued))
+    day, _ = stale_day(b, start, right, recorded, lambda rate, _day: rate > right)
+    for k in run[1:]:
+        b.fx_on(fx_day(issues[k]))  # their own days' rates too, which they do not use
+    last = run[-1]
+    before = issues[head - 1] + days(1) if head > 0 else day
+    after = issues[last + 1] if last + 1 < story.periods else issues[last] + days(1)
+    until = min(issues[last] + days(b.rng.randint(*LOCK_TAIL_DAYS)), after)
+    window = (max(day, before).isoformat(), until.isoformat())
+    b.customer.fx_lock = (story.sub.id, day.isoformat(), *window)
+
+
+def locked_periods(b: WorldBuilder, story: Story) -> set[int]:
+    """The main story's periods whose invoice the customer's rate lock covers."""
+    lock = b.customer.fx_lock
+    if lock is None or lock[0] != story.sub.id:
+        return set()
+    return {k for k in range(story.periods) if lock[2] <= story.issue_day(k).isoformat() < lock[3]}
