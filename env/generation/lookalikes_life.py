@@ -47,15 +47,19 @@ def reversed_cancel(b: WorldBuilder, story: Story, k: int) -> bool:
         ask = start + days(b.rng.randint(2, length - 6))
         effective = "at_period_end"
     details = {"effective": effective, "reason": b.pick(CANCEL_REASONS)}
-    asked = story.event(ask, b.work_time(), "cancel_requested", details)
+    asked = local_to_utc(ask, b.work_time(), story.timezone)
     back = ask + days(b.rng.randint(1, min(3, (end - ask).days - 1)))
     withdrawn = local_to_utc(back, b.work_time(), story.timezone)
     if withdrawn <= asked:
         withdrawn = local_to_utc(back, time(23, 59), story.timezone)
     confirmed = later_stamp(asked, b.rng, before=withdrawn)
-    story.event_at(confirmed, "canceled", {"effective": effective})
-    # once confirmed, only a reactivation changes the subscription (design §1.1, one state)
     back_at = later_stamp(confirmed, b.rng, before=withdrawn)
+    # once confirmed, only a reactivation changes the subscription (design §1.1, one state): no
+    # event already drawn (a scheduled change withdrawn, say) may fall while it stands canceled
+    if any(confirmed <= e.occurred_at <= back_at for e in story.sub.events):
+        return False
+    story.event_at(asked, "cancel_requested", details)
+    story.event_at(confirmed, "canceled", {"effective": effective})
     story.event_at(back_at, "reactivated", {"cancellation_reversed": True})
     return True
 
