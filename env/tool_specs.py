@@ -28,8 +28,12 @@ from env.tools import TOOL_NAMES, WRITE_TOOLS, BillingTools
 # exemption_certificate.jurisdiction); 4 (world v5): the event vocabulary gains `reactivated` (after
 # a confirmed cancellation only a reactivation changes a subscription), and `usage_start` and
 # `scheduled_from_plan` join an invoice's billing inputs and a recompute's assumptions (trial usage
-# is not billed, usage before a scheduled change bills on the plan it was used on).
-TOOL_CONTRACT_VERSION = 4
+# is not billed, usage before a scheduled change bills on the plan it was used on); 5 (world v5,
+# same-shape look-alikes): `get_subscription_timeline` gains `usage_corrections` (period_start,
+# period_end, units, recorded_at, reason: units a period's usage gained after its first count)
+# and the event `plan_change_start_moved` (to_plan_id, starts, requested_by: an immediate
+# change's start moved later at the customer's request; billing prorates from `starts`).
+TOOL_CONTRACT_VERSION = 5
 MAX_ARGUMENT_CHARS = 20_000
 MAX_NUMBER_DIGITS = 30  # JSON numbers beyond 10**30 (or below 10**-30) are refused
 _ARG_LINE = re.compile(r"^    (\w+): (.*)$")

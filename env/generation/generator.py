@@ -159,8 +159,10 @@ def reference_solution(
     ]
     read = [invoice.id for invoice in outcome.focus]
     summary = outcome.summary
-    if outcome.label == "no_error" and disputed and not set(read) & set(disputed):
-        read.append(disputed[0])
+    cited = [i for i in disputed if i in read and i in summary]
+    if outcome.label == "no_error" and disputed and not cited:
+        if disputed[0] not in read:
+            read.append(disputed[0])
         summary += _disputed_fact(b, disputed[0])  # G11.3: a fact of it, cited
     for invoice_id in read:
         calls.append(call("get_invoice", invoice_id=invoice_id))
