@@ -25,7 +25,7 @@ from env.generation.lookalikes_plans import (
     WITHDRAWN_SECOND_RATE,
     backdated_effective,
     deferred_seats,
-    log_moved_start,
+    log_change,
     moved_start,
     withdrawn_plan_change,
 )
@@ -379,9 +379,10 @@ def _plan_change(b: WorldBuilder, story: Story, day: date, to: Plan, effective: 
         story.plan_changes.append((moved or day, to))
     before = story.plan_at((moved or day) - timedelta(days=1))
     details = {"from_plan_id": before.id, "to_plan_id": to.id, "effective": effective}
-    asked = story.event(logged, b.work_time(), "plan_changed", details)
-    if moved is not None:
-        log_moved_start(b, story, asked, to, moved)
+    if effective == "at_period_end":
+        story.event(logged, b.work_time(), "plan_changed", details)
+    else:
+        log_change(b, story, logged, details, moved or day)
 
 
 def _cancel(b: WorldBuilder, story: Story) -> None:

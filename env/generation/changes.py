@@ -12,7 +12,7 @@ from datetime import UTC, date, datetime, timedelta
 
 from env.engine.calendar import utc_stamp
 from env.generation.builder import WorldBuilder
-from env.generation.lookalikes_plans import backdated_effective, log_moved_start, moved_start
+from env.generation.lookalikes_plans import backdated_effective, log_change, moved_start
 from env.generation.story import Story
 from env.generation.world import CreditNote, Invoice, Plan
 
@@ -98,9 +98,7 @@ def _swap_in(b: WorldBuilder, story: Story, k: int, old: Plan, to: Plan) -> None
     moved = moved_start(b, story, day) if effective == "immediately" else None
     story.plan_changes.append((moved or day, to))
     details = {"from_plan_id": old.id, "to_plan_id": to.id, "effective": effective}
-    asked = story.event(logged, b.work_time(), "plan_changed", details)
-    if moved is not None:
-        log_moved_start(b, story, asked, to, moved)
+    log_change(b, story, logged, details, moved or day)
 
 
 # why support credited an invoice, by what the credit is for; a reason that says "partial" only

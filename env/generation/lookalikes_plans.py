@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from datetime import date, time
 
-from env.engine.calendar import days, local_to_utc
+from env.engine.calendar import days, local_to_utc, utc_to_local_date
 from env.generation.builder import WorldBuilder
 from env.generation.story import Story, later_stamp
 from env.generation.world import Plan
@@ -79,16 +79,32 @@ def moved_start(b: WorldBuilder, story: Story, day: date) -> date | None:
     return later
 
 
-def log_moved_start(b: WorldBuilder, story: Story, asked: str, to: Plan, starts: date) -> None:
-    """The event that moves an immediate change's start: logged after the change, before the
-    local midnight of the day after it was made (the new start is still ahead)."""
-    change_day = starts - days(1)
-    while local_to_utc(change_day, time(0, 0), story.timezone) > asked:
-        change_day -= days(1)
-    closes = local_to_utc(change_day + days(1), time(0, 0), story.timezone)
+def log_moved_start(
+    b: WorldBuilder, story: Story, asked: str, to_plan_id: str, starts: date, *, by: str
+) -> None:
+    """The event that sets an immediate change's start to `starts`, a record apart from the
+    change: logged after it, the same local day. Later: the customer asked (the new start is
+    still ahead); earlier: agreed with sales before the change was logged (backdated)."""
+    asked_day = utc_to_local_date(asked, story.timezone)
+    closes = local_to_utc(asked_day + days(1), time(0, 0), story.timezone)
     moved = later_stamp(asked, b.rng, before=closes)
-    details = {"to_plan_id": to.id, "starts": starts.isoformat(), "requested_by": "customer"}
+    details = {"to_plan_id": to_plan_id, "starts": starts.isoformat(), "requested_by": by}
     story.event_at(moved, "plan_change_start_moved", details)
+
+
+def log_change(
+    b: WorldBuilder, story: Story, logged: date, details: dict[str, str], starts: date | None
+) -> None:
+    """An immediate `plan_changed` event logged on `logged`, and, where its money starts on
+    another day (`starts`: backdated with sales, or moved later by the customer), the
+    `plan_change_start_moved` event naming that day (world v5: the separator is its own record,
+    the change itself says "immediately" as the faults' changes do)."""
+    agreed = details["effective"] != "immediately"  # backdated: the agreed date
+    details = {**details, "effective": "immediately"}
+    asked = story.event(logged, b.work_time(), "plan_changed", details)
+    if starts is not None and starts != logged:
+        by = "sales" if agreed else "customer"
+        log_moved_start(b, story, asked, details["to_plan_id"], starts, by=by)
 
 
 def deferred_seats(b: WorldBuilder, story: Story, k: int) -> date:

@@ -26,7 +26,8 @@ def _moved() -> list[tuple[Scenario, str, dict, dict]]:
         for sub in {i["subscription_id"] for i in tools.invoices()}:
             events = tools("get_subscription_timeline", subscription_id=sub)["events"]
             for n, event in enumerate(events):
-                if event["type"] == "plan_change_start_moved":
+                later = event["details"].get("requested_by") == "customer"
+                if event["type"] == "plan_change_start_moved" and later:
                     change = next(e for e in reversed(events[:n]) if e["type"] == "plan_changed")
                     found.append((scenario, sub, change, event))
     return found
