@@ -9,12 +9,13 @@ them apart.
 - A seat change that names a later period start (`effective` = that date, e.g. new hires
   starting next quarter): the old count is billed until then; the date separates it from a
   seat change billing ignored.
-- A plan change agreed with sales to take effect on an earlier day of the same period
-  (`effective` = that date): prorated from the agreed day, not the day it was logged; the
-  date separates it from a proration on the wrong day.
-- An immediate change whose start the customer then asked to move a day or two later (world
-  v5, same shape as `timezone_period_boundary`'s and `proration_error`'s later date): a
-  `plan_change_start_moved` event names the new start, and billing prorates from it.
+- A plan change agreed with sales to take effect on an earlier day of the same period:
+  prorated from the agreed day, not the day it was logged.
+- An immediate change whose start the customer then asked to move later (world v5, same shape
+  as `timezone_period_boundary`'s and `proration_error`'s later dates): prorated from then.
+  Both log the change as `immediately`, as the faults' changes are, and name the day its money
+  starts in a `plan_change_start_moved` event right after it (`requested_by` sales / customer):
+  that record, apart from the change, separates them from a proration on the wrong day.
 
 Every builder draws from `b.rng` in a fixed order and is called with one-line hooks from
 `env.generation.background` and `env.generation.changes`, in every class (label-independent rates).
