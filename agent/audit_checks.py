@@ -259,21 +259,36 @@ def _created(events: list[Event]) -> Json:
 
 def _before(events: list[Event], start: date) -> list[Event]:
     """Immediate plan changes inside the period before `start`: this invoice prorates them
-    (a backdated one, `effective` = a date, from that date: `_change_day`)."""
+    (a backdated one, `effective` = a date, from that date; a moved one from its new start:
+    `_change_day`)."""
     earlier = previous_period_start(start)
     return [
         e
         for e in events
         if e.kind == "plan_changed"
         and (e.details.get("effective") == "immediately" or _named_date(e) is not None)
-        and earlier < _change_day(e) < start
+        and earlier < _change_day(e, events) < start
     ]
 
 
-def _change_day(event: Event) -> date:
-    """The local day an immediate plan change's proration starts: its own, or the earlier
-    date agreed with sales that the event names."""
-    return _named_date(event) or event.local
+def _moved_start(event: Event, events: list[Event]) -> date | None:
+    """The start a later `plan_change_start_moved` event gives this change (the customer asked
+    it to start a day or two later), before any other plan change; or None."""
+    after = events[events.index(event) + 1 :] if event in events else []
+    for later in after:
+        if later.kind == "plan_changed":
+            return None
+        if later.kind == "plan_change_start_moved" and later.details.get(
+            "to_plan_id"
+        ) == event.details.get("to_plan_id"):
+            return day(later.details.get("starts"))
+    return None
+
+
+def _change_day(event: Event, events: list[Event]) -> date:
+    """The local day an immediate plan change's proration starts: its own, the earlier date
+    agreed with sales that the event names, or the later start the customer asked for."""
+    return _named_date(event) or _moved_start(event, events) or event.local
 
 
 def _periods(ev: Evidence) -> list[tuple[Json, Json, date, date, list[Event]]]:
@@ -336,10 +351,11 @@ def proration_error(ev: Evidence) -> list[Candidate]:
         before = _before(events, start)
         if inputs.get("previous_plan") is None or recorded is None or not before:
             continue
-        change = max(before, key=_change_day)
-        if recorded == _change_day(change):
+        change = max(before, key=lambda e: _change_day(e, events))
+        starts = _change_day(change, events)
+        if recorded == starts:
             continue
-        named = _named_date(change)
+        named = _named_date(change) or _moved_start(change, events)
         crossed = named is None and recorded == change.utc != change.local
         when = f"is {change.local} in {ev.timezone}" if named is None else f"is effective {named}"
         note = (
@@ -351,7 +367,7 @@ def proration_error(ev: Evidence) -> list[Candidate]:
                 TIMEZONE_LABEL if crossed else "proration_error",
                 summary["invoice_id"],
                 note,
-                {"plan_change_date": _change_day(change).isoformat()},
+                {"plan_change_date": starts.isoformat()},
             )
         )
     return found
@@ -454,8 +470,13 @@ def usage_overage_miscalculated(ev: Evidence) -> list[Candidate]:
             and before <= str(u.get("period_start")) < start.isoformat()
             and str(u.get("period_end")) <= start.isoformat()
         ]
-        counted = [p for p in parts if isinstance(p, int)]
-        records = [sum(counted)] if counted and len(counted) == len(parts) else []
+        fixes = [  # a usage correction record for the same period adds its units
+            c.get("units")
+            for c in listed(timeline.get("usage_corrections"))
+            if isinstance(c, dict) and str(c.get("period_end")) == start.isoformat()
+        ]
+        counted = [p for p in [*parts, *fixes] if isinstance(p, int)]
+        records = [sum(counted)] if counted and len(counted) == len(parts) + len(fixes) else []
         terms = mapping(timeline.get("plan"))
         included = terms.get("included_units")
         invoice_id = summary["invoice_id"]

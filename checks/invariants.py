@@ -76,6 +76,10 @@ class _World:
         for e in db.execute("SELECT * FROM subscription_events ORDER BY subscription_id, seq"):
             self.events[e["subscription_id"]].append(e)
         self.usage_rows = db.execute("SELECT * FROM usage_records").fetchall()
+        self.corrections = {  # units a period gained after its first count (contract v5)
+            (r[0], r[1]): r[2]
+            for r in db.execute("SELECT subscription_id, period_end, units FROM usage_corrections")
+        }
         self.tax = db.execute("SELECT * FROM tax_rates").fetchall()
         self.fx = {(r["quote"], r["date"]): r["rate"] for r in db.execute("SELECT * FROM fx_rates")}
         self.notes = db.execute("SELECT * FROM credit_notes").fetchall()
@@ -142,7 +146,8 @@ class _World:
 
     def _usage_record(self, row: sqlite3.Row) -> int | None:
         parts = self._usage_parts(row)
-        return sum(parts) if parts else None
+        fixed = self.corrections.get((row["subscription_id"], row["period_start"]), 0)
+        return sum(parts) + fixed if parts else None
 
     def continuity(self, faulted: set[str]) -> list[str]:
         """Active subscriptions invoice every period up to the dispute; a stop has a reason.

@@ -25,6 +25,7 @@ DATES = (
     ("fx_rates", "date"),
     ("tax_rates", "effective_from"),
     ("usage_records", "period_start"),
+    ("usage_corrections", "recorded_at"),
 )
 
 

@@ -28,6 +28,7 @@ LEGAL: dict[str, tuple[str, ...]] = {
     "trial_ended": ("trialing", "active", "cancel_requested", "canceled"),
     "plan_changed": ("trialing", "active", "cancel_requested"),
     "plan_change_withdrawn": ("trialing", "active", "cancel_requested"),
+    "plan_change_start_moved": ("trialing", "active", "cancel_requested"),
     "seats_changed": ("trialing", "active", "cancel_requested"),
     "coupon_applied": ("trialing", "active", "cancel_requested"),
     "coupon_removed": ("trialing", "active", "cancel_requested", "canceled"),
@@ -117,6 +118,9 @@ def _apply(
         if state.scheduled is None or state.scheduled[0] != details.get("to_plan_id"):
             problems.append(f"{where} withdraws no scheduled change")
         state.scheduled = None
+    elif kind == "plan_change_start_moved":
+        if details.get("to_plan_id") != state.plan:
+            problems.append(f"{where} moves the start of a change not in force")
     elif kind == "seats_changed":
         state.seats = details.get("to_seats", state.seats)
     elif kind == "coupon_applied":

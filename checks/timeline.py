@@ -152,6 +152,7 @@ def _reflected_after(
                 if e["type"] == "plan_changed"
             }  # or the earlier date a backdated change names
             days |= {d.get("effective", "") for k, d in kinds if k == "plan_changed"}
+            days |= {d.get("starts", "") for k, d in kinds if k == "plan_change_start_moved"}
             if change < row["period_start"] and change not in days:
                 problems.append(f"{row['id']}: prorates a change on {change} not yet logged")
     return problems

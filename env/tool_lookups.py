@@ -250,6 +250,11 @@ class Lookups:
             "ORDER BY period_start",
             (subscription_id,),
         ).fetchall()
+        corrections = self.connection.execute(
+            "SELECT period_start, period_end, units, recorded_at, reason FROM usage_corrections "
+            "WHERE subscription_id = ? ORDER BY period_start",
+            (subscription_id,),
+        ).fetchall()
         events = self.connection.execute(
             "SELECT occurred_at, type, details FROM subscription_events "
             "WHERE subscription_id = ? ORDER BY seq",
@@ -277,6 +282,16 @@ class Lookups:
             },
             "coupon": self._coupon_view(sub["coupon_code"]),
             "usage": [{"period_start": u[0], "period_end": u[1], "units": u[2]} for u in usage],
+            "usage_corrections": [  # contract v5: units added to a period after its first count
+                {
+                    "period_start": c[0],
+                    "period_end": c[1],
+                    "units": c[2],
+                    "recorded_at": c[3],
+                    "reason": c[4],
+                }
+                for c in corrections
+            ],
             "events": [
                 {"occurred_at": e[0], "type": e[1], "details": json.loads(e[2])} for e in events
             ],

@@ -31,7 +31,12 @@ from env.tools import TOOL_NAMES, WRITE_TOOLS, BillingTools
 # is not billed, usage before a scheduled change bills on the plan it was used on); 5 (world v5,
 # same-shape look-alikes): get_customer gains `fx_rate_lock` (a documented contract rate: invoices
 # issued in its window convert at the rate of its `rate_date`, null when none) and
-# `account_credit` (an overpayment the customer keeps on account: `payment_id`, `amount`, `since`).
+# `account_credit` (an overpayment the customer keeps on account: `payment_id`, `amount`, `since`);
+# `get_subscription_timeline` gains `usage_corrections` (period_start, period_end, units,
+# recorded_at, reason: units a period's usage gained after its first count) and the event
+# `plan_change_start_moved` (to_plan_id, starts, requested_by: the day an immediate change's money
+# starts when it is not the day it was logged, moved later by the customer or agreed earlier with
+# sales; billing prorates from `starts`).
 TOOL_CONTRACT_VERSION = 5
 MAX_ARGUMENT_CHARS = 20_000
 MAX_NUMBER_DIGITS = 30  # JSON numbers beyond 10**30 (or below 10**-30) are refused

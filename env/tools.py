@@ -123,8 +123,8 @@ class BillingTools(Lookups):
         """Get a subscription: plan terms and prices, seats, coupon terms, usage per period, events.
 
         Events (created, trial_started, trial_ended, plan_changed, seats_changed,
-        plan_change_withdrawn, coupon_applied, coupon_removed, cancel_requested, canceled,
-        renewed, reactivated) are ordered, with UTC timestamps:
+        plan_change_withdrawn, plan_change_start_moved, coupon_applied, coupon_removed,
+        cancel_requested, canceled, renewed, reactivated) are ordered, with UTC timestamps:
         convert them to the customer's timezone before comparing with billing periods. A coupon
         applies to periods starting from valid_from to valid_until inclusive, within its duration.
 

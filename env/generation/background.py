@@ -25,6 +25,8 @@ from env.generation.lookalikes_plans import (
     WITHDRAWN_SECOND_RATE,
     backdated_effective,
     deferred_seats,
+    log_change,
+    moved_start,
     withdrawn_plan_change,
 )
 from env.generation.lookalikes_values import high_fx_day, seat_cut_ok, seat_cuts, seat_step
@@ -371,13 +373,17 @@ def _swap_plan(plan: Plan, plans: dict[str, Plan]) -> Plan | None:
 
 
 def _plan_change(b: WorldBuilder, story: Story, day: date, to: Plan, effective: str) -> None:
-    logged = day
-    if effective == "immediately":  # now and then agreed with sales and backdated
+    logged, moved = day, None
+    if effective == "immediately":  # now and then agreed with sales and backdated, or moved
         day, logged, effective = backdated_effective(b, story, day)
-        story.plan_changes.append((day, to))
-    before = story.plan_at(day - timedelta(days=1))
+        moved = moved_start(b, story, day) if effective == "immediately" else None
+        story.plan_changes.append((moved or day, to))
+    before = story.plan_at((moved or day) - timedelta(days=1))
     details = {"from_plan_id": before.id, "to_plan_id": to.id, "effective": effective}
-    story.event(logged, b.work_time(), "plan_changed", details)
+    if effective == "at_period_end":
+        story.event(logged, b.work_time(), "plan_changed", details)
+    else:
+        log_change(b, story, logged, details, moved or day)
 
 
 def _cancel(b: WorldBuilder, story: Story) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 from env.engine.billing import BillingInputs
 from env.engine.calendar import add_months, days, fx_day, fx_rate_day, local_to_utc, utc_stamp
 from env.engine.money import format_rate, parse_rate
-from env.generation import lookalikes_tax
+from env.generation import lookalikes_tax, lookalikes_usage
 from env.generation.story import Story, plan_terms
 from env.generation.world import Coupon, Customer, Invoice, Payment, Plan, Subscription, WorldDraft
 
@@ -444,6 +444,12 @@ class WorldBuilder:
         if units is None:
             level = self.usage_level(story)
             units = int(level * self.usage_factor(story, low, high))
+            fixed = lookalikes_usage.draw_correction(
+                self.rng, self.difficulty, story, start, end, level
+            )
+            if fixed is not None:  # reported once, corrected by as much again: billed twice
+                units = 2 * fixed[0]
+                story.usage_corrections[start] = fixed
         story.usage[start] = units
         story.sub.usage.append((start.isoformat(), end.isoformat(), units))
         self.split_usage(story)
@@ -457,6 +463,10 @@ class WorldBuilder:
             start, end = story.period(k)
             if start not in story.usage:
                 continue
+            if start in story.usage_corrections and not lookalikes_usage.one_part(
+                story, start, end
+            ):  # a change added later splits it: the correction is dropped, not billed
+                story.usage[start] -= story.usage_corrections.pop(start)[0]
             units = story.usage[start]
             trial = story.trial_end
             paid_from = trial if trial is not None and start < trial < end else start
@@ -476,6 +486,7 @@ class WorldBuilder:
                 story.usage_before_change[start] = min(paid, int(paid * share))
             self._usage_records(story, start, end, paid_from, changes)
         story.sub.usage.sort()
+        story.sub.usage_corrections = lookalikes_usage.correction_rows(story)
 
     def _usage_records(
         self, story: Story, start: date, end: date, paid_from: date, changes: list[date]
@@ -493,9 +504,14 @@ class WorldBuilder:
         if changes:
             change, part = max(changes).isoformat(), story.usage_before_change[start]
             rows += [(paid_from.isoformat(), change, part), (change, last, paid - part)]
-        else:
-            rows.append((paid_from.isoformat(), last, paid))
+        else:  # a correction record holds the rest of a corrected period's units
+            rows.append((paid_from.isoformat(), last, paid - self._corrected(story, start)))
         story.sub.usage.extend(rows)
+
+    @staticmethod
+    def _corrected(story: Story, start: date) -> int:
+        fixed = story.usage_corrections.get(start)
+        return fixed[0] if fixed else 0
 
     def bill(self, story: Story) -> list[Invoice]:
         """Issues the correct invoice of every billed period (in advance, at the period start

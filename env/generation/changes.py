@@ -12,7 +12,7 @@ from datetime import UTC, date, datetime, timedelta
 
 from env.engine.calendar import utc_stamp
 from env.generation.builder import WorldBuilder
-from env.generation.lookalikes_plans import backdated_effective
+from env.generation.lookalikes_plans import backdated_effective, log_change, moved_start
 from env.generation.story import Story
 from env.generation.world import CreditNote, Invoice, Plan
 
@@ -95,9 +95,10 @@ def _swap_in(b: WorldBuilder, story: Story, k: int, old: Plan, to: Plan) -> None
     day = b.pick(swap_days(story, k, old, to))
     early_ok = unused_share(old, to) >= 1.0
     day, logged, effective = backdated_effective(b, story, day, early_ok=early_ok)
-    story.plan_changes.append((day, to))
+    moved = moved_start(b, story, day) if effective == "immediately" else None
+    story.plan_changes.append((moved or day, to))
     details = {"from_plan_id": old.id, "to_plan_id": to.id, "effective": effective}
-    story.event(logged, b.work_time(), "plan_changed", details)
+    log_change(b, story, logged, details, moved or day)
 
 
 # why support credited an invoice, by what the credit is for; a reason that says "partial" only

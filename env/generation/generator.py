@@ -26,7 +26,7 @@ from env.generation.story import Story
 from env.generation.world import freeze
 from env.scenario import Scenario, ToolCall, Truth
 
-GENERATOR_VERSION = "billsleuth-gen-4"
+GENERATOR_VERSION = "billsleuth-gen-5"
 
 
 def scenario_rng(split: str, seed: int) -> random.Random:
@@ -159,12 +159,11 @@ def reference_solution(
     ]
     read = [invoice.id for invoice in outcome.focus]
     summary = outcome.summary
-    # G11.3: a fact of a disputed invoice, cited (a decoy may have put it among those read
-    # without the summary naming it)
-    if outcome.label == "no_error" and disputed and not any(d in summary for d in disputed):
+    cited = [i for i in disputed if i in read and i in summary]
+    if outcome.label == "no_error" and disputed and not cited:
         if disputed[0] not in read:
             read.append(disputed[0])
-        summary += _disputed_fact(b, disputed[0])
+        summary += _disputed_fact(b, disputed[0])  # G11.3: a fact of it, cited
     for invoice_id in read:
         calls.append(call("get_invoice", invoice_id=invoice_id))
     calls.append(call("get_subscription_timeline", subscription_id=outcome.story.sub.id))

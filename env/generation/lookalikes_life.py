@@ -47,8 +47,11 @@ def reversed_cancel(b: WorldBuilder, story: Story, k: int) -> bool:
         ask = start + days(b.rng.randint(2, length - 6))
         effective = "at_period_end"
     details = {"effective": effective, "reason": b.pick(CANCEL_REASONS)}
-    asked = local_to_utc(ask, b.work_time(), story.timezone)
+    at = b.work_time()
     back = ask + days(b.rng.randint(1, min(3, (end - ask).days - 1)))
+    if _changed_between(story, ask, back):  # confirmed, nothing but a reactivation may change it
+        return False
+    asked = local_to_utc(ask, at, story.timezone)
     withdrawn = local_to_utc(back, b.work_time(), story.timezone)
     if withdrawn <= asked:
         withdrawn = local_to_utc(back, time(23, 59), story.timezone)
@@ -62,6 +65,16 @@ def reversed_cancel(b: WorldBuilder, story: Story, k: int) -> bool:
     story.event_at(confirmed, "canceled", {"effective": effective})
     story.event_at(back_at, "reactivated", {"cancellation_reversed": True})
     return True
+
+
+CHANGES = ("plan_changed", "plan_change_start_moved", "seats_changed", "coupon_applied")
+
+
+def _changed_between(story: Story, first: date, last: date) -> bool:
+    """Whether a change is logged on a local day from `first` to `last` (inclusive)."""
+    since = local_to_utc(first, time(0, 0), story.timezone)
+    until = local_to_utc(last + days(1), time(0, 0), story.timezone)
+    return any(e.type in CHANGES and since <= e.occurred_at < until for e in story.sub.events)
 
 
 def retro_trial(b: WorldBuilder, story: Story) -> bool:

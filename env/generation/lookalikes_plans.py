@@ -9,9 +9,13 @@ them apart.
 - A seat change that names a later period start (`effective` = that date, e.g. new hires
   starting next quarter): the old count is billed until then; the date separates it from a
   seat change billing ignored.
-- A plan change agreed with sales to take effect on an earlier day of the same period
-  (`effective` = that date): prorated from the agreed day, not the day it was logged; the
-  date separates it from a proration on the wrong day.
+- A plan change agreed with sales to take effect on an earlier day of the same period:
+  prorated from the agreed day, not the day it was logged.
+- An immediate change whose start the customer then asked to move later (world v5, same shape
+  as `timezone_period_boundary`'s and `proration_error`'s later dates): prorated from then.
+  Both log the change as `immediately`, as the faults' changes are, and name the day its money
+  starts in a `plan_change_start_moved` event right after it (`requested_by` sales / customer):
+  that record, apart from the change, separates them from a proration on the wrong day.
 
 Every builder draws from `b.rng` in a fixed order and is called with one-line hooks from
 `env.generation.background` and `env.generation.changes`, in every class (label-independent rates).
@@ -21,7 +25,7 @@ from __future__ import annotations
 
 from datetime import date, time
 
-from env.engine.calendar import days, local_to_utc
+from env.engine.calendar import days, local_to_utc, utc_to_local_date
 from env.generation.builder import WorldBuilder
 from env.generation.story import Story, later_stamp
 from env.generation.world import Plan
@@ -30,6 +34,9 @@ BACKDATED_RATE = 0.3  # immediate plan changes agreed to start on an earlier day
 # of backdated upgrades, those that go back to the period's first full day: as often as
 # proration_error's change dated at the period start, so that date gives no class away
 FIRST_DAY_SHARE = 0.5
+MOVED_START_RATE = 0.25  # immediate changes logged that day whose start is then moved later
+SHORT_MOVE_SHARE = 0.5  # of those, moved a day or two; the rest three days or more
+MOVED_GAPS = (1, 1, 1, 2)  # the short moves: mostly the next day, as the fault's UTC date is
 DEFERRED_SEATS_RATE = 0.25  # seat changes ordered for a later period start
 WITHDRAWN_PLAN_RATE = 0.2  # main subscriptions with a scheduled change withdrawn
 WITHDRAWN_SECOND_RATE = 0.4  # of the second subscription's scheduled changes
@@ -52,6 +59,53 @@ def backdated_effective(
     if early_ok and b.rng.random() < FIRST_DAY_SHARE:
         day = min(day, story.after_trial(start + days(1)))
     return day, logged, day.isoformat()
+
+
+def moved_start(b: WorldBuilder, story: Story, day: date) -> date | None:
+    """For an immediate change logged on `day` (not backdated): now and then the day the
+    customer asked it to start instead, inside the same period (and before changes stop), or
+    None. Half of them a day or two later (as the timezone fault's UTC date), half three days
+    or more, up to two days before the period ends (as `proration_error`'s late date). The
+    draws are made for every such change, in any class."""
+    roll, short = b.rng.random(), b.rng.random() < SHORT_MOVE_SHARE
+    start, end = _period_of(story, day)
+    limit = story.change_limit(end)
+    if short:
+        gap = MOVED_GAPS[b.rng.randrange(len(MOVED_GAPS))]
+    else:
+        gap = b.rng.randint(3, max(3, (limit - day).days - 2))
+    later = day + days(gap)
+    if roll >= MOVED_START_RATE or day <= start or later >= limit - days(1):
+        return None
+    return later
+
+
+def log_moved_start(
+    b: WorldBuilder, story: Story, asked: str, to_plan_id: str, starts: date, *, by: str
+) -> None:
+    """The event that sets an immediate change's start to `starts`, a record apart from the
+    change: logged after it, the same local day. Later: the customer asked (the new start is
+    still ahead); earlier: agreed with sales before the change was logged (backdated)."""
+    asked_day = utc_to_local_date(asked, story.timezone)
+    closes = local_to_utc(asked_day + days(1), time(0, 0), story.timezone)
+    moved = later_stamp(asked, b.rng, before=closes)
+    details = {"to_plan_id": to_plan_id, "starts": starts.isoformat(), "requested_by": by}
+    story.event_at(moved, "plan_change_start_moved", details)
+
+
+def log_change(
+    b: WorldBuilder, story: Story, logged: date, details: dict[str, str], starts: date | None
+) -> None:
+    """An immediate `plan_changed` event logged on `logged`, and, where its money starts on
+    another day (`starts`: backdated with sales, or moved later by the customer), the
+    `plan_change_start_moved` event naming that day (world v5: the separator is its own record,
+    the change itself says "immediately" as the faults' changes do)."""
+    agreed = details["effective"] != "immediately"  # backdated: the agreed date
+    details = {**details, "effective": "immediately"}
+    asked = story.event(logged, b.work_time(), "plan_changed", details)
+    if starts is not None and starts != logged:
+        by = "sales" if agreed else "customer"
+        log_moved_start(b, story, asked, details["to_plan_id"], starts, by=by)
 
 
 def deferred_seats(b: WorldBuilder, story: Story, k: int) -> date:

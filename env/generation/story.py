@@ -81,6 +81,9 @@ class Story:
     usage: dict[date, int] = field(default_factory=dict)
     usage_before_change: dict[date, int] = field(default_factory=dict)  # split at a change
     usage_in_trial: dict[date, int] = field(default_factory=dict)  # split at the trial's end
+    # a usage correction record (look-alike): (units added, recorded day, reason); the period's
+    # `usage` holds the corrected total billed, its usage row the units first reported
+    usage_corrections: dict[date, tuple[int, str, str]] = field(default_factory=dict)
     trial_jitter: dict[date, float] = field(default_factory=dict)  # its share's draw, once
     change_jitter: dict[date, float] = field(default_factory=dict)  # the change's, once
     trial_invoice: Invoice | None = None

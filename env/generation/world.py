@@ -86,6 +86,8 @@ class Subscription:
     coupon_code: str | None = None
     events: list[Event] = field(default_factory=list)
     usage: list[tuple[str, str, int]] = field(default_factory=list)
+    # (period_start, period_end, units, recorded_at, reason): `lookalikes_usage`
+    usage_corrections: list[tuple[str, str, int, str, str]] = field(default_factory=list)
     anchor_day: int | None = None
 
 
@@ -289,6 +291,10 @@ def freeze(draft: WorldDraft) -> bytes:
             ],
         )
         db.executemany("INSERT INTO usage_records VALUES (?,?,?,?)", [(s.id, *u) for u in s.usage])
+        db.executemany(
+            "INSERT INTO usage_corrections VALUES (?,?,?,?,?,?)",
+            [(s.id, *u) for u in s.usage_corrections],
+        )
     db.executemany("INSERT INTO tax_rates VALUES (?,?,?,?)", draft.tax_rates)
     db.executemany("INSERT INTO fx_rates VALUES (?,?,?,?)", draft.fx_rates)
     for inv in draft.invoices:

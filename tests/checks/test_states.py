@@ -16,7 +16,7 @@ from env.engine.calendar import utc_to_local_date
 from env.generation.generator import generate
 from env.ledger_env import open_database
 
-SEED = 100026  # its main subscription was never asked to cancel
+SEED = 100025  # its main subscription was never asked to cancel (generator 2026-12-02)
 
 
 @pytest.fixture

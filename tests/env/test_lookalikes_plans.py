@@ -127,13 +127,15 @@ def test_a_backdated_change_is_prorated_from_its_named_date() -> None:
         recorded = ok(episode, "get_invoice", invoice_id=invoice)["billing_inputs"][
             "plan_change_date"
         ]
-        named = {str(d.get("effective")) for _, t, d in _events(seed) if t == "plan_changed"}
+        named = {  # world v5: the agreed date is its own event's (`plan_change_start_moved`)
+            str(d.get("starts")) for _, t, d in _events(seed) if t == "plan_change_start_moved"
+        }
         backdated += recorded in named
         episode.close()
     assert backdated
 
 
-def test_backdated_changes_stay_inside_their_period_and_are_logged_later() -> None:
+def test_backdated_changes_are_logged_later_with_their_agreed_start() -> None:
     for seed in list(SEEDS)[:200]:
         db = open_database(_scenario(seed).database)
         try:
@@ -141,10 +143,13 @@ def test_backdated_changes_stay_inside_their_period_and_are_logged_later() -> No
         finally:
             db.close()
         for events in led.events.values():
-            for e in events:
-                effective = str(e.details.get("effective", ""))
-                if e.type == "plan_changed" and effective[:1].isdigit():
-                    assert (e.day - date.fromisoformat(effective)).days >= 2
+            for n, e in enumerate(events):
+                if e.type != "plan_change_start_moved" or e.details["requested_by"] != "sales":
+                    continue
+                change = events[n - 1]  # logged right after the change, the same local day
+                assert change.type == "plan_changed" and change.day == e.day
+                assert change.details["effective"] == "immediately"
+                assert (change.day - date.fromisoformat(e.details["starts"])).days >= 2
 
 
 def test_the_faults_still_differ_from_their_lookalikes() -> None:

@@ -40,6 +40,10 @@ CREATE TABLE usage_records (
     subscription_id TEXT NOT NULL, period_start TEXT NOT NULL, period_end TEXT NOT NULL,
     units INTEGER NOT NULL
 );
+CREATE TABLE usage_corrections (
+    subscription_id TEXT NOT NULL, period_start TEXT NOT NULL, period_end TEXT NOT NULL,
+    units INTEGER NOT NULL, recorded_at TEXT NOT NULL, reason TEXT NOT NULL
+);
 CREATE TABLE invoices (
     id TEXT PRIMARY KEY, customer_id TEXT NOT NULL, subscription_id TEXT NOT NULL,
     period_start TEXT NOT NULL, period_end TEXT NOT NULL, issued_at TEXT NOT NULL,

@@ -184,6 +184,7 @@ def usage_overage_miscalculated(b: WorldBuilder) -> FaultOutcome:
     n = len(starts) - 1  # finished periods: their usage is on the next invoice
     story.usage.clear()
     story.sub.usage.clear()
+    story.usage_corrections.clear()
     # included units other than the plan's have no legitimate cause but a pay-as-you-go
     # Growth: that form stays at L1 (design §2), on a Growth plan (its units in a Growth
     # customer's range). Its summary cites the plan's included units, which only the
