@@ -516,12 +516,14 @@ def _fx_rows(ev: Evidence) -> list[tuple[Json, Json, Decimal]]:
 
 
 def _fx_suspect(
-    inputs: Json, issue_day: str, issued: str, value: Decimal, median: Decimal
+    inputs: Json, issue_day: str, issued: str, value: Decimal, median: Decimal, weekend: bool
 ) -> str | None:
     """Why a conversion looks wrong; `issued` is the day whose rate is right (`Evidence.fx_date`:
-    the Friday's for a weekend, a rate lock's date inside its window)."""
+    the Friday's for a weekend, a rate lock's date inside its window). A weekend's Friday is a
+    date no read tool prints, so it is named, not cited."""
     if inputs.get("fx_rate_date") != issued:
-        return f"the rate of {inputs.get('fx_rate_date')}, not of {issued} (issued {issue_day})"
+        right = "the last business day before it" if weekend else issued
+        return f"the rate of {inputs.get('fx_rate_date')}, not of {right} (issued {issue_day})"
     below = FX_BELOW_ONE.get(str(inputs.get("currency")))
     if below is not None and (value < 1) != below:
         return "a rate on the wrong side of 1 for this currency (inverted?)"
@@ -540,15 +542,15 @@ def currency_conversion_error(ev: Evidence, *, sweep: bool = False) -> list[Cand
     for summary, inputs, value in rows:
         issue_day = ev.issue_day(summary)
         issued = ev.fx_date(issue_day, str(summary.get("subscription_id", "")))
-        why = _fx_suspect(inputs, issue_day, issued, value, median)
+        # a weekend issue day converts at the Friday's rate, a date no read tool prints (a rate
+        # lock's date is printed by get_customer)
+        weekend = issued == fx_day(date.fromisoformat(issue_day)).isoformat() != issue_day
+        why = _fx_suspect(inputs, issue_day, issued, value, median, weekend)
         if (why is None) != sweep:
             continue
         note = f"{summary['invoice_id']} converted at {inputs.get('fx_rate')}"
         note += f", {why}" if why else f"; checked against the rate of its issue day {issue_day}"
         overrides = {"fx_rate_date": issued}
-        # a weekend issue day converts at the Friday's rate, a date no read tool prints (a rate
-        # lock's date is printed by get_customer)
-        weekend = issued == fx_day(date.fromisoformat(issue_day)).isoformat() != issue_day
         shown = f"the rate of the last business day before {issue_day}" if weekend else None
         found.append(
             Candidate(

@@ -120,8 +120,7 @@ def _second_end(
         if not (k >= first_paid and reversed_cancel(b, story, k)):
             _withdrawn_cancel(b, story, k)
         features.append("withdrawn_cancel")
-    elif draw(b, "cancel"):
-        _cancel(b, story)
+    elif draw(b, "cancel") and _cancel(b, story):
         features.append("cancel")
     return story, features
 
@@ -386,16 +385,22 @@ def _plan_change(b: WorldBuilder, story: Story, day: date, to: Plan, effective: 
         log_change(b, story, logged, details, moved or day)
 
 
-def _cancel(b: WorldBuilder, story: Story) -> None:
+def _cancel(b: WorldBuilder, story: Story) -> bool:
     """Canceled at the end of its last period: no invoice after it, status canceled. Or, as
     often as the fault's partial form, asked in the period before to end on a date inside the
-    last one, which is billed up to that date (`proration_end`)."""
+    last one, which is billed up to that date (`proration_end`). False: no day was left after
+    the last period's changes to ask it, and the story does not end."""
     k = story.periods - 1
     if b.rng.random() < DATED_CANCEL_RATE and _room_for_dated_cancel(story, k):
         _cancel_on_date(b, story, k)
-        return
+        return True
     start, end = story.period(k)
     day = start + days(b.rng.randint(1, (end - start).days - 3))
+    # asked after the period's other changes: once confirmed, nothing else changes it (design
+    # §1.1, one state); with no day left for that, the story does not end
+    day = max(day, _after_changes(story, start, end))
+    if day > end - days(3):
+        return False
     reason = b.pick(CANCEL_REASONS)
     asked = story.event(
         day, b.work_time(), "cancel_requested", {"effective": "at_period_end", "reason": reason}
@@ -405,6 +410,7 @@ def _cancel(b: WorldBuilder, story: Story) -> None:
     story.event_at(confirmed, "canceled", {"effective": "at_period_end"})
     story.cancel_effective = end
     story.sub.status = "canceled"
+    return True
 
 
 DATED_CANCEL_RATE = 0.35  # cancellations that end on a date rather than at a period end
@@ -433,6 +439,9 @@ def _room_for_dated_cancel(story: Story, k: int) -> bool:
     since = (first - days(1)).isoformat()
     if _after_changes(story, first, story.period(k - 1)[1]) > story.period(k - 1)[1] - days(8):
         return False  # no day left to ask after the period's last change
+    last_start, last_end = story.period(k)
+    if _after_changes(story, last_start, last_end) > last_start:
+        return False  # a change logged in the period it ends in would follow the confirmation
     return not any(
         e.type in ("cancel_requested", "renewed", "plan_changed") and e.occurred_at[:10] >= since
         for e in story.sub.events

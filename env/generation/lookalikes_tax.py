@@ -333,3 +333,5 @@ def certificate_not_left(b: TaxWorld) -> None:
         utc_to_local_date(inv.issued_at, c.timezone).isoformat() == eve for inv in b.draft.invoices
     ):
         c.exemption = (c.exemption[0], eve, max(c.exemption[2], since))
+    else:  # nowhere to put it: it covered no invoice, so the world bills the same without it
+        c.exemption = None
