@@ -45,8 +45,7 @@ def test_generated_worlds_carry_nothing_an_analyst_would_credit(seed: int) -> No
 
 
 def test_usage_billed_from_inside_the_trial_is_flagged() -> None:
-    db, faulted = _world(100000)
-    row = _invoice_with(db, "usage_start")
+    db, faulted, row = _world_with("usage_start")
     _edit_inputs(db, row["id"], usage_start=None)  # the whole period, trial days included
     problems = analyst_problems(db, faulted)
     assert any(row["id"] in p and "inside the free trial" in p for p in problems)
