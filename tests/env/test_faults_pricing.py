@@ -248,12 +248,17 @@ def test_invoices_not_credited_use_the_rate_of_their_issue_day() -> None:
     for scenario in all_levels("currency_conversion_error"):
         tools = Tools(scenario)
         truth = reveal_truth(scenario)
-        timezone = tools.customer()["timezone"]
+        customer = tools.customer()
+        timezone, lock = customer["timezone"], customer.get("fx_rate_lock")
         for summary in tools.invoices():
             if summary["invoice_id"] in truth.overcharges:
                 continue
             invoice = tools.invoice(summary["invoice_id"])
+            day = utc_to_local_date(invoice["issued_at"], timezone).isoformat()
             issued = fx_day(utc_to_local_date(invoice["issued_at"], timezone)).isoformat()
+            locked = lock and lock["subscription_id"] == summary.get("subscription_id")
+            if locked and lock["issued_from"] <= day < lock["issued_until"]:
+                issued = lock["rate_date"]  # a rate lock's own date (env/README.md look-alikes)
             assert invoice["billing_inputs"]["fx_rate_date"] == issued
 
 
