@@ -55,7 +55,8 @@ def test_its_invoice_bills_twice_the_usage_row_correctly_and_the_record_shows_wh
         billed = tools.invoice(invoice_id)["billing_inputs"]["usage_units"]
         assert billed == 2 * row["units"] == row["units"] + fix["units"]
         assert tools("recompute_invoice", invoice_id=invoice_id)["difference"] == "0.00"
-        assert invoice_id not in reveal_truth(scenario).overcharges
+        truth = reveal_truth(scenario)  # another class's fault may sit on the same invoice
+        assert truth.label != "usage_overage_miscalculated" or invoice_id not in truth.overcharges
         checked += 1
     assert checked >= 5
 

@@ -67,7 +67,10 @@ def test_a_customer_id_get_customer_returned_is_a_found_fact(scenario) -> None:
 
 
 def test_a_subscription_id_the_timeline_returned_is_a_found_fact(scenario) -> None:
-    subscription = reveal_truth(scenario).reference[4].arguments["subscription_id"]
+    reference = reveal_truth(scenario).reference
+    subscription = next(
+        c.arguments["subscription_id"] for c in reference if c.name == "get_subscription_timeline"
+    )
     calls: list[Call] = [("get_subscription_timeline", {"subscription_id": subscription})]
     assert _status(scenario, calls, subscription) == ("evidence", "evidence")
 

@@ -9,12 +9,14 @@ The grader's side: tests/eval/test_grader_sign.py; one played case here runs bot
 from __future__ import annotations
 
 import json
+from datetime import date, timedelta
 
 from env.episode import record_episode
 from env.findings import Findings
 from env.generation.generator import generate
+from env.generation.splits import split_seeds
 from env.ledger_env import LedgerEnv
-from env.scenario import reveal_truth
+from env.scenario import Scenario, reveal_truth
 from eval.grader import grade_episode
 from rewards.provenance import check_provenance
 from rewards.reward import compute_reward
@@ -61,17 +63,41 @@ def test_a_credit_line_shown_negative_is_cited_in_the_summary() -> None:
     assert status[("amount", "12.4")] == "evidence"
 
 
+def _undercharge(scenario: Scenario) -> tuple[str, str]:
+    """(invoice, plan_change_date) of a what-if that bills more than the invoice: the reference's
+    own recompute with the change moved later, searched on a scratch episode so that the played
+    one shows that single output."""
+    (fix,) = [c for c in reveal_truth(scenario).reference if c.name == "recompute_invoice"]
+    invoice = fix.arguments["invoice_id"]
+    moved = date.fromisoformat(fix.arguments["plan_change_date"])
+    scratch = LedgerEnv(scenario, episode_id="ep-scratch")
+    try:
+        for days in range(1, 28):
+            args = {"invoice_id": invoice, "plan_change_date": str(moved + timedelta(days=days))}
+            shown = json.loads(scratch.call("recompute_invoice", json.dumps(args)))
+            if shown.get("difference", "").startswith("-"):
+                return invoice, args["plan_change_date"]
+    finally:
+        scratch.close()
+    raise AssertionError("no later plan change bills more")
+
+
 def test_a_played_undercharge_grounds_no_overcharge_in_either_reader() -> None:
-    """eval-100001: recomputed with an earlier plan change, INV-B22EHE shows a difference of
-    -76.18 (billed less than that); reported as an overcharge of 76.18 it is a hallucination."""
-    scenario = generate("eval", 100001)
+    """A downgrade's recompute with the change moved later shows a negative difference (billed
+    less than that); reported as an overcharge of the same size it is a hallucination."""
+    scenario = next(
+        s
+        for s in (generate("eval", seed) for seed in split_seeds("eval"))
+        if reveal_truth(s).label == "proration_error"
+    )
     env = LedgerEnv(scenario, episode_id="ep-sign")
     try:
-        args = {"invoice_id": "INV-B22EHE", "plan_change_date": "2025-09-01"}
-        shown = json.loads(env.call("recompute_invoice", json.dumps(args)))
-        assert shown["difference"] == "-76.18"
-        item = {"invoice_id": "INV-B22EHE", "overcharge_amount": "76.18"}
-        summary = "Recomputed, INV-B22EHE differs by -76.18."
+        invoice, when = _undercharge(scenario)
+        args = {"invoice_id": invoice, "plan_change_date": when}
+        difference = json.loads(env.call("recompute_invoice", json.dumps(args)))["difference"]
+        size = difference.removeprefix("-")
+        item = {"invoice_id": invoice, "overcharge_amount": size}
+        summary = f"Recomputed, {invoice} differs by {difference}."
         env.call("submit_findings", json.dumps({"root_cause": "proration_error",
                                                 "affected_invoices": [item],
                                                 "summary": summary}))  # fmt: skip
@@ -79,10 +105,10 @@ def test_a_played_undercharge_grounds_no_overcharge_in_either_reader() -> None:
     finally:
         env.close()
     truth = reveal_truth(scenario)
-    assert compute_reward(truth, record).untraceable == ("76.18",)
+    assert compute_reward(truth, record).untraceable == (size,)
     grade = grade_episode(truth, record, scenario.database)
-    assert grade.untraceable == ("76.18",)
-    assert {(t.where, t.status) for t in grade.number_trace if t.value == "76.18"} == {
+    assert grade.untraceable == (size,)
+    assert {(t.where, t.status) for t in grade.number_trace if t.value == size} == {
         ("amount", "untraceable"),
         ("summary", "evidence"),
     }

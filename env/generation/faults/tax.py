@@ -203,8 +203,9 @@ def _wrong_jurisdiction(
         _lowest_where_compared(b, [issued[k] for k in run], others)
     right = max(b.tax_rate_on(issued[k]) for k in run)
     higher = [o for o in others if parse_rate(o[3]) > right]
-    if b.difficulty != "L1":
+    if b.difficulty != "L1":  # only the jurisdiction a move left: never a far-off code
         _previous_mixup(b, higher)
+        higher = [o for o in higher if o[0] == b.customer.previous_jurisdiction]
     if not higher:  # the customer's own rate is the highest there is: the other flavour
         return _outdated_rate(b, story)
     # a mix-up is likeliest with the old jurisdiction after a move, else a neighbour (same
