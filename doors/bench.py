@@ -26,8 +26,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from doors.bench_clients import Tally, load, warm_up
-from doors.scenario_ids import ScenarioIdError, scenario_from_id
-from env.cli import Parser, UsageError, positive_int, run_command
+from doors.scenario_ids import scenario_argument
+from env.cli import Parser, positive_int, run_command
 from env.scenario import Scenario
 from ledgergym import __version__
 
@@ -144,10 +144,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _main(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
-    try:
-        scenario = scenario_from_id(args.scenario)
-    except ScenarioIdError as exc:
-        raise UsageError(str(exc)) from None
+    scenario = scenario_argument(args.scenario)
     print(f"LedgerGym {__version__}, {scenario.scenario_id}, {args.seconds} s per level")
     print(HEADER, flush=True)
     for clients in args.clients:

@@ -26,7 +26,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from doors.mcp_tools import list_tools_handler, run_tool, tool_result
-from doors.scenario_ids import ScenarioIdError, scenario_from_id
+from doors.scenario_ids import scenario_argument
 from doors.verdict import judge_episode, verdict_summary
 from env.cli import Parser, UsageError, positive_int, run_command
 from env.episode import record_episode
@@ -166,10 +166,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _main(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
-    try:
-        scenario = scenario_from_id(args.scenario)
-    except ScenarioIdError as exc:
-        raise UsageError(str(exc)) from None
+    scenario = scenario_argument(args.scenario)
     if args.port is not None and not args.http:
         raise UsageError("--port needs --http")
     sessions = EpisodeSessions(scenario, args.tool_budget)

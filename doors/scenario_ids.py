@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from env.cli import UsageError
 from env.generation.generator import generate
 from env.generation.splits import SPLITS, split_assignment
 from env.scenario import Scenario
@@ -38,3 +39,11 @@ def parse_scenario_id(text: str) -> tuple[str, int]:
 
 def scenario_from_id(text: str) -> Scenario:
     return generate(*parse_scenario_id(text))
+
+
+def scenario_argument(text: str) -> Scenario:
+    """A command line's `--scenario`: a bad id is the user's mistake, said without a traceback."""
+    try:
+        return scenario_from_id(text)
+    except ScenarioIdError as exc:
+        raise UsageError(str(exc)) from None

@@ -41,11 +41,7 @@ def credited_second_charge(b: WorldBuilder, safe: list[Invoice]) -> Invoice | No
     if not plain:
         return None
     invoice = b.pick(plain)
-    last = _last_succeeded(b, invoice)
-    again = b.pay(invoice, after=last.paid_at, status="succeeded")
-    assert again is not None
-    if b.rng.random() < 0.5:
-        again.method = last.method
+    again = _second_charge(b, invoice)
     if b.rng.random() < PARTIAL_SHARE:  # a retried capture for part of the total
         again.amount_cents = again.amount_cents * b.rng.randint(25, 90) // 100
     earlier_credit(b, invoice, again.amount_cents, again.paid_at, "second_charge")
@@ -64,11 +60,7 @@ def kept_second_charge(b: WorldBuilder, safe: list[Invoice]) -> Invoice | None:
     if b.difficulty == "L1" or not safe or b.rng.random() >= KEPT_SECOND_CHARGE_RATE:
         return None
     invoice = b.pick(safe)
-    last = _last_succeeded(b, invoice)
-    again = b.pay(invoice, after=last.paid_at, status="succeeded")
-    assert again is not None
-    if b.rng.random() < 0.5:
-        again.method = last.method
+    again = _second_charge(b, invoice)
     form = b.pick(("plain", "partial_second", "partly_refunded"))
     kept = again.amount_cents
     if form == "partial_second":
@@ -77,6 +69,16 @@ def kept_second_charge(b: WorldBuilder, safe: list[Invoice]) -> Invoice | None:
         kept -= b.refund(again, kept * b.rng.randint(20, 70) // 100).amount_cents
     b.customer.kept_credit = (again.id, kept, again.paid_at[:10])
     return invoice
+
+
+def _second_charge(b: WorldBuilder, invoice: Invoice) -> Payment:
+    """A second succeeded capture after the invoice's last one, half the time by its method."""
+    last = _last_succeeded(b, invoice)
+    again = b.pay(invoice, after=last.paid_at, status="succeeded")
+    assert again is not None
+    if b.rng.random() < 0.5:
+        again.method = last.method
+    return again
 
 
 def _last_succeeded(b: WorldBuilder, invoice: Invoice) -> Payment:
