@@ -129,6 +129,10 @@ def credited(line: EpisodeLine) -> bool:
     return bool((line.grade or {}).get("credits"))
 
 
+def _label_right(line: EpisodeLine) -> bool:
+    return bool((line.grade or {}).get("label_correct"))
+
+
 def measure(played: Played, seed: int = 0) -> dict[str, Any]:
     """pass^1 overall, per level and per class; false reversals; on no_error scenarios, the
     share credited anyway and pass^1 on those."""
@@ -150,6 +154,10 @@ def measure(played: Played, seed: int = 0) -> dict[str, Any]:
         "false_reversal": _rate(
             sum(bool((line.grade or {}).get("false_reversal")) for line in lines), len(lines)
         ),
+        "label_right_by_level": {
+            level: _rate(sum(_label_right(line) for line in levels[level]), len(levels[level]))
+            for level in DIFFICULTIES
+        },
         "no_error_credited": _rate(len(wrongly), len(no_error)),
         "pass1_where_no_error_credited": _pass1(wrongly, seed),
         "mean_tool_calls": sum(line.tool_calls for line in lines) / len(lines) if lines else None,
@@ -221,7 +229,8 @@ def render_markdown(report: dict[str, Any]) -> str:
     head = ["rung", "depth", f"{main} pass^1", *DIFFICULTIES]
     for split in extra:
         head += [f"{split} pass^1"] + (["twins credited"] if split == TWINS else [])
-    head += [f"{main} false reversals", f"{main} no_error credited (pass^1 there)", "calls"]
+    head += ["label right L1 · L2 · L3", f"{main} false reversals"]
+    head += [f"{main} no_error credited (pass^1 there)", "calls"]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for rung in report["rungs"]:
         name = rung["name"]
@@ -238,7 +247,9 @@ def render_markdown(report: dict[str, Any]) -> str:
         wrong = block["pass1_where_no_error_credited"]
         where = f" ({wrong['estimate']:.2f})" if wrong["n"] else ""
         calls = block["mean_tool_calls"]
+        labels = block["label_right_by_level"]
         cells += [
+            " · ".join(_count(labels[level]) for level in DIFFICULTIES),
             f"{_fmt(block['false_reversal'])} ({_count(block['false_reversal'])})",
             _count(block["no_error_credited"]) + where,
             "–" if calls is None else f"{calls:.1f}",

@@ -17,7 +17,16 @@ from agent.registry import BUILTINS, build_policy, resolve_model
 from env.generation.generator import generate
 from env.generation.splits import SPLITS, split_assignment, split_seeds
 from env.labels import DIFFICULTIES
-from eval.ladder import TWINS, TWINS_ABSENT, Played, main, measure, play, twin_classes
+from eval.ladder import (
+    TWINS,
+    TWINS_ABSENT,
+    Played,
+    main,
+    measure,
+    play,
+    render_markdown,
+    twin_classes,
+)
 
 PER_LEVEL = 10  # eval scenarios of each level, in seed order
 NO_ERROR = 10  # no_error scenarios for the credit check
@@ -138,3 +147,24 @@ def test_the_command_prints_the_table_and_writes_json_and_markdown(tmp_path, cap
 def test_an_unknown_split_is_one_line(capsys):
     assert main(["--splits", "nowhere"]) == 2
     assert "unknown split 'nowhere'" in capsys.readouterr().err
+
+
+def test_the_table_carries_the_twins_columns_and_classes_when_twins_were_played(results):
+    rungs = [{"name": r.name, "depth": r.depth} for r in LADDER]
+    stamp = {"ledgergym_version": "x", "commit": "c", "generator": "g", "tool_contract": "t"}
+    stamp |= {"date": "d", "limit": None}
+    splits = {"eval": results["levels"], TWINS: results["no_error"]}
+    text = render_markdown({"stamp": stamp, "rungs": rungs, "splits": splits, "notes": []})
+    assert f"{TWINS} pass^1" in text and "twins credited" in text
+    assert f"## {TWINS}: pass^1 per class" in text
+    row = next(line for line in text.splitlines() if line.startswith("| `signal-only`"))
+    credited = results["no_error"]["signal-only"]["no_error_credited"]
+    assert f"{credited['count']}/{credited['n']}" in row
+
+
+def test_a_twin_is_tallied_under_the_class_of_the_eval_scenario_it_comes_from():
+    seeds = [s for s in split_seeds("eval") if split_assignment("eval", s).label != "no_error"]
+    scenario = generate("eval", seeds[0])
+    assert twin_classes([scenario]) == {
+        scenario.scenario_id: split_assignment("eval", seeds[0]).label
+    }
