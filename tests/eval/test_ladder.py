@@ -11,12 +11,15 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from agent.ladder import LADDER, complaint_label
 from agent.registry import BUILTINS, build_policy, resolve_model
 from env.generation.generator import generate
 from env.generation.splits import SPLITS, split_assignment, split_seeds
 from env.labels import DIFFICULTIES
+from env.ledger_env import DEFAULT_TOOL_BUDGET, LedgerEnv
 from eval.ladder import (
     TWINS,
     TWINS_ABSENT,
@@ -27,6 +30,7 @@ from eval.ladder import (
     render_markdown,
     twin_classes,
 )
+from tests.agent.test_auditor import _RESULTS, _mutated
 
 PER_LEVEL = 10  # eval scenarios of each level, in seed order
 NO_ERROR = 10  # no_error scenarios for the credit check
@@ -168,3 +172,21 @@ def test_a_twin_is_tallied_under_the_class_of_the_eval_scenario_it_comes_from():
     assert twin_classes([scenario]) == {
         scenario.scenario_id: split_assignment("eval", seeds[0]).label
     }
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_no_rung_raises_whatever_the_tools_answer(data: st.DataObject) -> None:
+    rung = data.draw(st.sampled_from([r for r in LADDER if r.name != "auditor"]))
+    scenario = generate("eval", data.draw(st.sampled_from(_level_seeds())))
+    env = LedgerEnv(scenario)
+    program = rung.program(scenario)
+    calls = [next(program)]
+    with pytest.raises(StopIteration):
+        while len(calls) <= DEFAULT_TOOL_BUDGET:
+            real = env.call(calls[-1].name, json.dumps(calls[-1].arguments))
+            answer = _mutated(real, data) if data.draw(st.booleans()) else data.draw(_RESULTS)
+            calls.append(program.send(answer))
+    env.close()
+    assert len(calls) <= DEFAULT_TOOL_BUDGET
+    assert calls[-1].name == "submit_findings"
