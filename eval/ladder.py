@@ -41,6 +41,7 @@ from eval.stats import Interval, bootstrap_ci, wilson_interval
 TWINS = "eval-twins"
 DEFAULT_SPLITS = ("eval", "heldout", TWINS)
 LADDER_JSON, LADDER_MD = "ladder.json", "ladder.md"
+RUNG_NAMES = tuple(rung.name for rung in LADDER)
 TWINS_ABSENT = (
     f"`{TWINS}` is not a split of this checkout (env.generation.splits.SPLITS): twins skipped; "
     "the `no_error` columns are eval's own no_error scenarios"
@@ -170,7 +171,7 @@ def ladder(
     limit: int | None = None,
     seed: int = 0,
     concurrency: int = 4,
-    rungs: Sequence[str] = tuple(r.name for r in LADDER),
+    rungs: Sequence[str] = RUNG_NAMES,
 ) -> dict[str, Any]:
     """Plays `rungs` on `splits` (an absent `eval-twins` is skipped with a note)."""
     notes: list[str] = []
