@@ -37,12 +37,18 @@ class Finding:
     note: str
 
 
-class _Audit:
-    """One investigation's call counter; every tool call goes through `ask`."""
+class Audit:
+    """One investigation's call counter; every tool call goes through `ask`.
 
-    def __init__(self, budget: int) -> None:
+    `credit=False` reports the same findings without drafting their credit notes, and a
+    subclass may override `read` to leave out parts of what a tool returned: the rungs of the
+    difficulty ladder below the auditor (`agent.ladder`) are built that way.
+    """
+
+    def __init__(self, budget: int, *, credit: bool = True) -> None:
         self.budget = budget
         self.used = 0
+        self.credit = credit
 
     @property
     def left(self) -> int:
@@ -56,7 +62,12 @@ class _Audit:
             result = json.loads(text)
         except (TypeError, ValueError):
             return {}
-        return result if isinstance(result, dict) and "error" not in result else {}
+        ok = isinstance(result, dict) and "error" not in result
+        return self.read(name, result) if ok else {}
+
+    def read(self, name: str, result: Json) -> Json:
+        """What the investigation takes from a tool's result: all of it."""
+        return result
 
     # 1. look everything up -----------------------------------------------------------------
     def gather(self, customer_id: str, complaint: str) -> Generator[ToolCall, str, Evidence]:
@@ -184,7 +195,7 @@ class _Audit:
                 chosen.setdefault(finding.invoice_id, finding)
         reason = f"Verified {label.replace('_', ' ')}"
         for invoice_id, finding in chosen.items():
-            if self.left > 1:
+            if self.credit and self.left > 1:
                 amount = format_cents(finding.cents)
                 yield from self.ask(
                     "draft_credit_note", invoice_id=invoice_id, amount=amount, reason=reason
@@ -305,10 +316,14 @@ def auditor_program(
     scenario: Scenario, budget: int = DEFAULT_TOOL_BUDGET
 ) -> Generator[ToolCall, str, None]:
     """Reads only `customer_id` and `complaint` from the scenario, as the agent can."""
-    audit = _Audit(budget)
+    yield from run_audit(Audit(budget), scenario)
+
+
+def run_audit(audit: Audit, scenario: Scenario) -> Generator[ToolCall, str, None]:
+    """Gather, confirm, report: the auditor's investigation, as `audit` reads and credits."""
     evidence = yield from audit.gather(scenario.customer_id, scenario.complaint)
     findings = yield from audit.confirm(evidence)
     yield from audit.report(evidence, findings)
 
 
-__all__ = ["Finding", "auditor_program"]
+__all__ = ["Audit", "Finding", "auditor_program", "run_audit"]

@@ -1,4 +1,5 @@
-"""Scripted investigators (`reference`, `auditor`) speaking the same chat protocol as a model.
+"""Scripted investigators (`reference`, `auditor`, the ladder's rungs) speaking the same chat
+protocol as a model.
 
 A program is a generator that yields `ToolCall`s and is sent each tool result. The policy is
 stateless: every turn it replays the tool results found in the conversation into a fresh
@@ -54,3 +55,10 @@ def auditor_policy() -> ProgramPolicy:
     from agent.auditor import auditor_program
 
     return ProgramPolicy("auditor", auditor_program)
+
+
+def ladder_policy(name: str) -> ProgramPolicy:
+    """A rung of the difficulty ladder (`agent.ladder.LADDER`) by its name."""
+    from agent.ladder import RUNGS
+
+    return ProgramPolicy(name, RUNGS[name].program)

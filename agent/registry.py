@@ -1,9 +1,11 @@
 """Model registry: a name on the command line -> how to reach that model -> a `Policy`.
 
-Aliases live in `agent/models.toml` (data the user edits, validated with pydantic); `reference`
-and `auditor` are built in; `litellm:<provider/model>` and `--base-url URL --model-name NAME`
-reach a model with no entry. Every user mistake (unknown alias, unset key, nothing listening)
-is a one-line `PolicyError` raised before any episode starts. Heavy clients import lazily.
+Aliases live in `agent/models.toml` (data the user edits, validated with pydantic); `reference`,
+`auditor` and the difficulty ladder's other rungs (`agent.ladder`: `complaint-guess`, `one-look`,
+`signal-only`, `auditor-no-credit`) are built in; `litellm:<provider/model>` and `--base-url URL
+--model-name NAME` reach a model with no entry. Every user mistake (unknown alias, unset key,
+nothing listening) is a one-line `PolicyError` raised before any episode starts. Heavy clients
+import lazily.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from env.cli import did_you_mean
 
 DEFAULT_REGISTRY = Path(__file__).resolve().parent / "models.toml"
 LITELLM_PREFIX = "litellm:"
-BUILTINS = ("reference", "auditor")
+LADDER_RUNGS = ("complaint-guess", "one-look", "signal-only", "auditor-no-credit")
+BUILTINS = ("reference", "auditor", *LADDER_RUNGS)
 Kind = Literal["litellm", "openai", "local", "program"]
 DEFAULT_TIMEOUT_S = 300.0  # seconds per request; litellm's own default would be 6,000 s
 
@@ -295,4 +298,17 @@ def _auditor() -> Policy:
         ) from None
 
 
-_PROGRAMS: dict[str, Callable[[], Policy]] = {"reference": _reference, "auditor": _auditor}
+def _rung(name: str) -> Callable[[], Policy]:
+    def build() -> Policy:
+        from agent.program_policy import ladder_policy
+
+        return ladder_policy(name)
+
+    return build
+
+
+_PROGRAMS: dict[str, Callable[[], Policy]] = {
+    "reference": _reference,
+    "auditor": _auditor,
+    **{name: _rung(name) for name in LADDER_RUNGS},
+}

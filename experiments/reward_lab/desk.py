@@ -168,4 +168,4 @@ def read_invoices(desk: Desk) -> None:
 def read_tax_rates(desk: Desk) -> None:
     """The auditor's own tax look-ups (one window covers many invoices), run on this desk."""
     read_invoices(desk)
-    drive(desk, auditor._Audit(desk.left).tax_windows(desk.evidence))
+    drive(desk, auditor.Audit(desk.left).tax_windows(desk.evidence))
