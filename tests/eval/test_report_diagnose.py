@@ -22,7 +22,7 @@ from env.generation.splits import split_seeds
 from env.scenario import Scenario, ToolCall, reveal_truth
 from env.versions import generator_hash
 from eval.report.clusters import ALL_READ, run_diagnostics
-from eval.report.diagnose import error_class, first_wrong_step
+from eval.report.diagnose import covers, error_class, first_wrong_step
 from eval.report.load import RunData, load_run
 from eval.run import evaluate
 from tests.eval.report_fixtures import grade, line
@@ -108,6 +108,21 @@ def guess_no_error(scenario: Scenario) -> Generator[ToolCall, str, None]:
     yield ToolCall(
         "submit_findings",
         {"root_cause": "no_error", "affected_invoices": [], "summary": "Nothing wrong."},
+    )
+
+
+def read_the_wrong_invoice(scenario: Scenario) -> Generator[ToolCall, str, None]:
+    """Reads the customer, lists the invoices, opens one the reference never opens and
+    submits no_error."""
+    reads = _reads(scenario)
+    yield reads[0]
+    listed = yield reads[1]
+    opened = {c.arguments["invoice_id"] for c in reads if c.name == "get_invoice"}
+    invoices = [item["invoice_id"] for item in json.loads(listed)["invoices"]]
+    other = next(invoice for invoice in invoices if invoice not in opened)
+    yield ToolCall("get_invoice", {"invoice_id": other})
+    yield ToolCall(
+        "submit_findings", {"root_cause": "no_error", "affected_invoices": [], "summary": "Fine."}
     )
 
 
@@ -247,3 +262,34 @@ def test_a_refused_note_is_no_write_and_a_wrong_one_after_it_is(credit_cases):
     ]
     step = first_wrong_step(log, truth)
     assert (step.kind, step.index) == ("wrong write", 2)  # the true note, credited twice
+
+
+def _opens_a_faulted_invoice_first_and_leaves_one_unread(scenario: Scenario) -> bool:
+    truth = reveal_truth(scenario)
+    opened = [c.arguments["invoice_id"] for c in truth.reference if c.name == "get_invoice"]
+    return _has_timeline_credit(scenario) and opened[0] in truth.overcharges
+
+
+def test_a_read_of_the_wrong_invoice_leaves_the_faulted_invoice_missing(tmp_path):
+    cases = _scenarios(_opens_a_faulted_invoice_first_and_leaves_one_unread, 2)
+    run = _play("wrong-invoice", read_the_wrong_invoice, cases, tmp_path)
+    for entry in run_diagnostics(0, run)["episodes_diagnosed"]:
+        assert entry["step"]["kind"] == "last read before the verdict"
+        assert (entry["step"]["index"], entry["step"]["tool"]) == (2, "get_invoice")
+        assert entry["first_missing"] == "get_invoice(faulted invoice)"
+        assert entry["error_class"] == "wrong root cause"
+
+
+def test_a_read_covers_a_reference_read_of_the_same_record_only():
+    listed = ToolCall("list_payments", {"customer_id": "CUS-1", "invoice_id": "INV-A"})
+    every = {"name": "list_payments", "arguments": '{"customer_id": "cus-1"}', "is_error": False}
+    other = {**every, "arguments": '{"customer_id": "CUS-1", "invoice_id": "INV-B"}'}
+    refused = {**every, "is_error": True}
+    assert covers(every, listed)  # all the customer's payments show the invoice's too
+    assert not covers(other, listed) and not covers(refused, listed)
+    recompute = ToolCall("recompute_invoice", {"invoice_id": "INV-A", "plan_id": "PLN-TEAM"})
+    bare = {"name": "recompute_invoice", "arguments": '{"invoice_id": "INV-A"}', "is_error": False}
+    assert not covers(bare, recompute)
+    assert covers(
+        {**bare, "arguments": '{"invoice_id": "inv-a", "plan_id": "PLN-TEAM"}'}, recompute
+    )
