@@ -21,7 +21,7 @@ from functools import lru_cache
 from typing import Any
 
 from env.engine.money import BadAmount, parse_amount
-from env.scenario import Scenario, ToolCall, Truth, reveal_truth
+from env.scenario import ToolCall, Truth, reveal_truth
 from env.tools import READ_TOOLS, TERMINAL_TOOLS, WRITE_TOOLS
 from eval.report.episode_view import grade_value, grounded
 from eval.report.load import EpisodeLine, RunData
@@ -222,10 +222,11 @@ def diagnose(tool_log: list[dict[str, Any]], truth: Truth) -> Diagnosis:
 
 
 @lru_cache(maxsize=4096)
-def _scenario(split: str, seed: int) -> Scenario:
+def _truth(split: str, seed: int) -> Truth:
+    """The truth only: the samples of a scenario share it, and its database is not needed."""
     from env.generation.generator import generate
 
-    return generate(split, seed)
+    return reveal_truth(generate(split, seed))
 
 
 @lru_cache(maxsize=1)
@@ -243,7 +244,7 @@ def truth_for(run: RunData, line: EpisodeLine) -> tuple[Truth | None, str | None
     if line.tool_log is None:
         return None, "no tool log in this line"
     try:
-        truth = reveal_truth(_scenario(line.split, line.seed))
+        truth = _truth(line.split, line.seed)
     except Exception:  # an unknown split or seed: the episode keeps its error class only
         return None, "scenario not regenerable"
     if truth.label != line.label:
