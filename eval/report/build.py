@@ -16,6 +16,7 @@ from typing import Any
 
 from env.labels import HELDOUT_LABEL
 from eval.report import figures
+from eval.report.diagnostics import diagnostics_block, diversity_warnings, draw_diversity
 from eval.report.episode_view import field
 from eval.report.flags import FLAGS, flags_by_episode, run_flags
 from eval.report.load import (
@@ -99,6 +100,7 @@ def _draw(report: dict[str, Any], metrics: Sequence[TrainMetrics], out: Path) ->
         "pass^1 by difficulty, 95% bootstrap",
     ).name
     names["action"] = figures.action_figure(runs, out / "action_type.png").name
+    draw_diversity(report["diagnostics"], out)
     report["figures"] = names
 
 
@@ -118,6 +120,8 @@ def compute(
         for block in numbers
         if block["summary"].get("identical_samples")  # eval/summary.py's check, when it has it
     ]
+    diagnosed = diagnostics_block(runs, metrics)
+    warnings += diversity_warnings(diagnosed)
     report = {
         "generated_by": "python -m eval.report",
         "ledgergym_version": __version__,
@@ -142,6 +146,7 @@ def compute(
             ],
         },
         "reading_list": reading_list(runs, seed=seed),
+        "diagnostics": diagnosed,
         "figures": {},
     }
     return report, viewer_payload(runs, flags_by_episode(flags))

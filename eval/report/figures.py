@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from eval.report.diversity import COLLAPSE_BELOW, collapses
 from eval.report.load import TrainMetrics
 from eval.stats import wilson_interval
 
@@ -180,4 +181,21 @@ def action_figure(runs: Sequence[dict[str, Any]], path: Path) -> Path:
     right.set_xlim(0, 1)
     right.set_title("outcome mix (share of episodes)")
     right.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=3)
+    return _save(fig, path)
+
+
+def diversity_figure(name: str, points: Sequence[tuple[int, float | None]], path: Path) -> Path:
+    """Distinct tool-call sequences / group size by step (eval.report.diversity), with the
+    collapse threshold dashed and every collapsed span shaded."""
+    plt = _pyplot()
+    shown = [(step, value) for step, value in points if value is not None]
+    fig, ax = plt.subplots(figsize=(8, 3.2))
+    ax.plot([s for s, _ in shown], [v for _, v in shown], "o-", ms=3, label="mean over groups")
+    ax.axhline(COLLAPSE_BELOW, color="r", ls="--", lw=1, label=f"collapse below {COLLAPSE_BELOW}")
+    for first, last in collapses(points):
+        ax.axvspan(first - 0.5, last + 0.5, color="r", alpha=0.12)
+    ax.set_ylim(0, 1.05)
+    ax.set_xlabel("step")
+    ax.set_title(f"{name}: distinct tool-call sequences / group size, per step")
+    ax.legend(fontsize=7)
     return _save(fig, path)

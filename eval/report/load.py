@@ -15,6 +15,7 @@ from typing import Any
 
 from eval.episode_log import EPISODES, RUN_CONFIG, RunLogError, read_episodes
 from eval.episode_log import EpisodeLine as EpisodeLine  # re-exported for the report's modules
+from eval.report.diversity import row_diversity
 
 ART_HISTORY = "history.jsonl"
 TRL_METRICS = "metrics.jsonl"
@@ -62,6 +63,7 @@ class TrainStep:
     tool_calls: float | None = None
     completion_tokens: float | None = None
     prompt_tokens: float | None = None
+    tool_sequence_diversity: float | None = None  # eval.report.diversity
 
 
 @dataclass(frozen=True)
@@ -177,6 +179,7 @@ def _trl_steps(rows: list[dict[str, Any]]) -> list[TrainStep]:
                 zero_variance_share=_number(row.get("zero_variance_group_share")),
                 tool_calls=_number(row.get("tool_calls_mean")),
                 completion_tokens=_number(trl.get("completions/mean_length")),
+                tool_sequence_diversity=row_diversity(row),
             )
         )
     return steps
@@ -211,6 +214,7 @@ def _art_steps(rows: list[dict[str, Any]]) -> list[TrainStep]:
                 prompt_tokens=_number(
                     row.get("train/episode_prompt_tokens", row.get("train/prompt_tokens"))
                 ),
+                tool_sequence_diversity=row_diversity(row),
             )
         )
     return steps

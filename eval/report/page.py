@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from eval.report.confusion import confusion_table
+from eval.report.diagnostics_page import diagnostics_html
 from eval.report.flags import FLAGS
 
 ASSETS = Path(__file__).resolve().parent
@@ -24,6 +25,7 @@ SECTIONS = (
     ("action", "Action type and outcome mix"),
     ("confusion", "Confusion matrix"),
     ("hacking", "Suspected reward hacking"),
+    ("diagnostics", "Where failures go wrong"),
     ("reading", "Reading list"),
     ("viewer", "Trajectory viewer"),
 )
@@ -297,6 +299,7 @@ def render_page(report: dict[str, Any], viewer: dict[str, Any], out: Path) -> st
         "action": _action(report, out),
         "confusion": _confusion(report),
         "hacking": _hacking(report),
+        "diagnostics": diagnostics_html(report, out),
         "reading": _reading(report),
         "viewer": _viewer(),
     }

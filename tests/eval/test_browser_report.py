@@ -3,9 +3,11 @@
 Builds a report from small real runs (reference, auditor and a deliberately bad scripted policy
 made of reward-hacking cheats, all through the real rollout and grader), opens it from disk and
 checks: no console error or uncaught exception, every panel rendered with its figures loaded,
-the viewer navigates by keyboard, by link and by filter. Saves a screenshot under the test's
-tmp dir (and into $LEDGERGYM_SCREENSHOT_DIR when set). Skips where no Chromium is installed
-(Debian: `apt-get install -y chromium`). The websocket client is the few lines CDP needs.
+the viewer navigates by keyboard, by link and by filter, and the diagnostics section shows the
+bad run's failure clusters (linked into the viewer) and a collapsing diversity curve. Saves a
+screenshot under the test's tmp dir (and into $LEDGERGYM_SCREENSHOT_DIR when set). Skips where
+no Chromium is installed (Debian: `apt-get install -y chromium`). The websocket client is the
+few lines CDP needs.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ PANELS = (
     "action",
     "confusion",
     "hacking",
+    "diagnostics",
     "reading",
     "viewer",
 )
@@ -223,8 +226,12 @@ def report_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "zero_variance_group_share": 0.5,
             "tool_calls_mean": 5.0 + step,
             "trl": {"completions/mean_length": 40.0 + step},
+            # two groups of four: every rollout its own path at step 1, one path from step 2
+            "group_tool_sequences": [
+                [f"s{step}g{g}r{r}" if step == 1 else "same" for r in range(4)] for g in range(2)
+            ],
         }
-        for step in range(1, 4)
+        for step in range(1, 5)
     ]
     metrics.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     # the real runs' logs may predate transcripts; the contract-shaped run has them
@@ -385,3 +392,38 @@ def test_every_confusion_count_is_readable_on_its_cell_colour(browser):
         assert text == (str(count) if count else "")
         if count:
             assert ratio >= 4.5, f"count {count}: contrast {ratio:.2f}"
+
+
+def test_the_diagnostics_show_failure_clusters_linked_into_the_viewer(browser):
+    tables = browser.evaluate("""Array.from(
+        document.querySelectorAll('#diagnostics table.clusters')).map(t => [
+            t.classList.contains('missing-fact'), t.querySelectorAll('tbody tr').length,
+            t.querySelectorAll('a.ep-link').length])""")
+    assert any(fact and rows >= 1 for fact, rows, _ in tables)  # by first missing fact
+    assert any(not fact and rows >= 2 for fact, rows, _ in tables)  # by error class
+    assert all(1 <= links <= 2 * rows for _, rows, links in tables)
+    # the bad run's failures: its clusters name reference reads, its steps a call number
+    text = browser.evaluate("document.getElementById('diagnostics').textContent")
+    assert "get_customer(customer)" in text and "false reversal" in text and "call " in text
+    target = browser.evaluate(
+        "document.querySelector('#diagnostics table.clusters a.ep-link').getAttribute('href')"
+    )
+    browser.evaluate(f"location.hash = {json.dumps(target)}")
+    browser.wait_for(f"reportViewer.current() === {json.dumps(target.removeprefix('#ep='))}")
+    assert "failure" in browser.evaluate("document.getElementById('episode').textContent")
+    assert browser.errors() == []
+
+
+def test_the_diversity_curve_is_drawn_with_its_collapse_warning(browser):
+    loaded = browser.evaluate("""Array.from(document.querySelectorAll('#diagnostics img.diversity'))
+        .map(i => i.complete && i.naturalWidth > 0)""")
+    assert loaded == [True]
+    warning = browser.evaluate(
+        "document.querySelector('#diagnostics .diversity-collapse').textContent"
+    )
+    assert "collapsed" in warning and "steps 2–4" in warning
+    tops = browser.evaluate(
+        "Array.from(document.querySelectorAll('header .warning')).map(w => w.textContent)"
+    )
+    assert any("steps 2–4" in line for line in tops)
+    assert browser.errors() == []

@@ -100,6 +100,8 @@ def test_groups_with_equal_rewards_are_dropped_and_their_share_logged(three_step
     assert sorted(rows) == [1, 2, 3]
     assert rows[1]["data/prep_zero_variance_share"] == pytest.approx(2 / 3)
     assert rows[1]["data/prep_groups_in"] == 3.0
+    # tool-call diversity (training.tool_sequences): the varied group 2/2, the others 1/2 each
+    assert rows[1]["data/tool_sequence_diversity"] == pytest.approx(2 / 3)
     assert any("equal-reward groups 2/3 (67%) dropped" in line for line in lines)
 
 

@@ -333,6 +333,8 @@ def test_a_short_real_run_writes_metrics_curve_adapter_and_summary(tmp_path: Pat
     assert [r["step"] for r in rows] == [1, 2, 3]
     assert {"reward_mean", "reward_std", "terms", "zero_variance_group_share"} <= rows[0].keys()
     assert {"tool_calls_mean", "loss", "step_time_s"} <= rows[0].keys()
+    # every episode's tool-call sequence, grouped (training.tool_sequences; the report's diversity)
+    assert sum(map(len, rows[0]["group_tool_sequences"])) == rows[0]["episodes"]
     assert "root_cause" in rows[0]["terms"]
     assert (out / "reward_curve.png").stat().st_size > 0
     assert (out / "adapter" / "adapter_model.safetensors").is_file()

@@ -37,6 +37,7 @@ from training.art.validation import (
 )
 from training.data_order import DataPlan
 from training.runs import RunConfig
+from training.tool_sequences import art_metrics
 
 if TYPE_CHECKING:
     import art
@@ -158,6 +159,7 @@ async def train_step(
     seconds = time.monotonic() - started
     metrics = result.metrics | prep.as_metrics()
     metrics |= {"data/failed_rollouts": float(failed), "data/grpo_step": float(index + 1)}
+    metrics |= art_metrics(groups)  # tool-call diversity within groups, for the report
     metrics[run_state.STEP_SECONDS_KEY] = seconds
     await model.log(groups, metrics=metrics, step=result.step, split="train")
     rewards = [t.reward for group in groups for t in group.trajectories]

@@ -23,6 +23,7 @@ from env.ledger_env import DEFAULT_TOOL_BUDGET, LedgerEnv
 from env.scenario import Scenario, reveal_truth
 from env.tools import TOOL_NAMES, BillingTools
 from rewards.reward import RewardBreakdown, RewardConfig, compute_reward
+from training.tool_sequences import sequence_digest
 
 # Argument types get_json_schema cannot convert, replaced by the JSON they stand for.
 TRL_ARGUMENT_TYPES: dict[tuple[str, str], Any] = {
@@ -38,6 +39,7 @@ class EpisodeOutcome:
     reward: RewardBreakdown
     tool_calls: int
     tool_errors: int
+    tool_sequence: str = ""  # training.tool_sequences.sequence_digest of the tools called
 
 
 def _tool_signature(name: str) -> tuple[inspect.Signature, dict[str, Any]]:
@@ -115,7 +117,11 @@ class LedgerTrlEnv:
         breakdown = compute_reward(reveal_truth(self._scenario), record, self._reward_config)
         if self._sink is not None:
             errors = sum(entry.is_error for entry in record.tool_log)
-            self._sink(EpisodeOutcome(record.scenario_id, breakdown, record.tool_calls, errors))
+            sequence = sequence_digest([entry.name for entry in record.tool_log])
+            outcome = EpisodeOutcome(
+                record.scenario_id, breakdown, record.tool_calls, errors, sequence
+            )
+            self._sink(outcome)
         return breakdown.total
 
     def _call(self, name: str, arguments: dict[str, Any]) -> str:

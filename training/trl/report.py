@@ -2,7 +2,8 @@
 
 `StepRecorder` is both the `LedgerTrlEnv` sink (every scored episode, with its reward terms)
 and a `TrainerCallback` (TRL's logged loss and reward stats): at each log it writes one line
-that joins the two. Groups are the episodes of one step that share a scenario. Whether the
+that joins the two. Groups are the episodes of one step that share a scenario; each row also
+holds their tool-call sequences (`training.tool_sequences`). Whether the
 reward rose is reported as numbers, never asserted. Used by `training.trl.runner`. The eval
 before and after GRPO is `eval.run.evaluate` into eval run directories (`eval-before/`,
 `eval-after/`), so `write_run_report` can build the run's report with `python -m eval.report`.
@@ -27,6 +28,7 @@ from env.scenario import Scenario
 from eval.episode_log import EPISODES, RUN_CONFIG, EpisodeLine, read_episodes
 from eval.run import evaluate as evaluate_policy
 from eval.summary import SUMMARY_JSON, SUMMARY_MD, as_interval, load_summary
+from training.tool_sequences import trl_fields
 from training.trl.episode_env import EpisodeOutcome
 
 # TRL log keys copied into metrics.jsonl as they are (when present)
@@ -105,6 +107,8 @@ class StepRecorder(TrainerCallback):
             "tool_errors_mean": _mean([float(e.tool_errors) for e in episodes]),
             "submitted_share": _mean([float(e.reward.submitted) for e in episodes]),
             "step_time_s": round(step_time, 3),
+            # exploration within groups (eval.report.diversity reads it)
+            **trl_fields((e.scenario_id, e.tool_sequence) for e in episodes),
         }
 
 
