@@ -169,8 +169,9 @@ def tax_exempt_charged(ev: Evidence) -> list[Candidate]:
             continue
         if not valid_from <= issued < valid_until:
             continue
-        where = certificate.get("jurisdiction") or ev.jurisdiction_on(issued)
-        if where != ev.jurisdiction_on(issued):  # issued for another jurisdiction: tax is due
+        taxed = ev.jurisdiction_on(issued, str(summary.get("subscription_id", "")))
+        where = certificate.get("jurisdiction") or taxed
+        if where != taxed:  # issued for another jurisdiction: tax is due
             continue
         note = (
             f"certificate {certificate.get('certificate_id')} (valid {valid_from} until "
@@ -190,8 +191,10 @@ def wrong_tax_rate(ev: Evidence) -> list[Candidate]:
     for summary in ev.fetched():
         inputs = ev.inputs(summary["invoice_id"])
         start = ev.issue_day(summary)
-        own = ev.jurisdiction_on(start)  # the previous jurisdiction before a recorded move
-        right = ev.rate_on(start)
+        # the previous jurisdiction before a recorded move; a service site's while it applies
+        sub = str(summary.get("subscription_id", ""))
+        own = ev.jurisdiction_on(start, sub)
+        right = ev.rate_on(start, sub)
         if inputs.get("tax_exempt") or right is None:
             continue
         billed = str(inputs.get("tax_rate"))

@@ -15,6 +15,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from env.engine.calendar import fx_rate_day
 from env.engine.money import format_cents
+from env.engine.supply import SupplySite, taxed_in
 
 Json = dict[str, Any]
 
@@ -119,18 +120,33 @@ class Evidence:
         """What earlier credit notes already returned on an invoice (0 if not fetched)."""
         return cents(self.details.get(invoice_id, {}).get("amount_credited")) or 0
 
-    def jurisdiction_on(self, day: str) -> str:
-        """The customer's jurisdiction in force on an issue day: before a move on record
-        (`tax_jurisdiction_since`), the previous one."""
+    def jurisdiction_on(self, day: str, subscription_id: str = "") -> str:
+        """Where an invoice of the subscription issued on `day` is taxed, by the engine's rule
+        (`env.engine.supply`): its service site (the timeline's `place_of_supply`) while that
+        applies, else the customer's jurisdiction then (the previous one before a move on
+        record, `tax_jurisdiction_since`)."""
         since = self.customer.get("tax_jurisdiction_since")
         previous = self.customer.get("previous_tax_jurisdiction")
-        if isinstance(since, str) and isinstance(previous, str) and day < since:
-            return previous
-        return str(self.customer.get("tax_jurisdiction", ""))
+        move = (
+            previous if isinstance(previous, str) else None,
+            since if isinstance(since, str) else None,
+        )
+        own = str(self.customer.get("tax_jurisdiction", ""))
+        if not _is_day(day):  # a garbled issue day: no rule applies, the customer's own
+            return own
+        return taxed_in(date.fromisoformat(day), own, move, self.supply_site(subscription_id))
 
-    def rate_on(self, day: str) -> str | None:
-        """The rate of the jurisdiction in force on `day`, if a look-up covered it."""
-        where = self.jurisdiction_on(day)
+    def supply_site(self, subscription_id: str) -> SupplySite | None:
+        """The subscription's service site from its timeline (None: none, or not read)."""
+        site = mapping(self.timelines.get(subscription_id, {}).get("place_of_supply"))
+        where, until = site.get("jurisdiction"), site.get("until")
+        if not isinstance(where, str) or not (until is None or _is_day(until)):
+            return None
+        return where, until
+
+    def rate_on(self, day: str, subscription_id: str = "") -> str | None:
+        """The rate where an invoice issued on `day` is taxed, if a look-up covered it."""
+        where = self.jurisdiction_on(day, subscription_id)
         return next((w.rate for w in self.tax_windows if w.covers(day, where)), None)
 
 

@@ -99,15 +99,17 @@ class Audit:
         return ev
 
     def tax_windows(self, ev: Evidence) -> Generator[ToolCall, str, None]:
-        """The customer's rate for each invoice's issue day, in the jurisdiction in force that
-        day (the previous one before a recorded move); one look-up covers a window."""
+        """The customer's rate for each invoice's issue day, in the jurisdiction it is taxed in
+        (the previous one before a recorded move, a service site's while it applies: the
+        timeline's `place_of_supply`); one look-up covers a window."""
         if not isinstance(ev.customer.get("tax_jurisdiction"), str):
             return
         for summary in ev.fetched():
             start = ev.issue_day(summary)
-            if ev.inputs(summary["invoice_id"]).get("tax_exempt") or ev.rate_on(start):
+            sub = str(summary.get("subscription_id", ""))
+            if ev.inputs(summary["invoice_id"]).get("tax_exempt") or ev.rate_on(start, sub):
                 continue
-            jurisdiction = ev.jurisdiction_on(start)
+            jurisdiction = ev.jurisdiction_on(start, sub)
             if self.left <= TAX_RESERVE:
                 return
             found = yield from self.ask("get_tax_rate", jurisdiction=jurisdiction, date=start)

@@ -25,6 +25,7 @@ from env.engine.billing import compute_invoice, previous_period_start
 from env.engine.calendar import FxLock, fx_rate_day, utc_to_local_date
 from env.engine.money import parse_rate
 from env.engine.records import inputs_from_json
+from env.engine.supply import SupplySite, taxed_in
 
 
 def world_problems(connection: sqlite3.Connection, faulted: set[str]) -> list[str]:
@@ -79,6 +80,10 @@ class _World:
         self.corrections = {  # units a period gained after its first count (contract v5)
             (r[0], r[1]): r[2]
             for r in db.execute("SELECT subscription_id, period_end, units FROM usage_corrections")
+        }
+        self.sites: dict[str, SupplySite] = {  # a service site of a subscription's own (v6)
+            r[0]: (r[1], r[2])
+            for r in db.execute("SELECT subscription_id, jurisdiction, until FROM supply_sites")
         }
         self.tax = db.execute("SELECT * FROM tax_rates").fetchall()
         self.fx = {(r["quote"], r["date"]): r["rate"] for r in db.execute("SELECT * FROM fx_rates")}
@@ -186,10 +191,10 @@ class _World:
         inputs = inputs_from_json(row["inputs"])
         day = self.local(row["issued_at"])
         problems = []
-        jurisdiction = self._jurisdiction(day)
+        jurisdiction = self._jurisdiction(day, row["subscription_id"])
         if inputs.tax_jurisdiction != jurisdiction:
             problems.append(f"taxed under {inputs.tax_jurisdiction}, not {jurisdiction}")
-        if inputs.tax_exempt != self._exempt(day):
+        if inputs.tax_exempt != self._exempt(day, row["subscription_id"]):
             problems.append(f"tax_exempt {inputs.tax_exempt} on {day}")
         rate = self._tax_rate(jurisdiction, day)
         if not inputs.tax_exempt and inputs.tax_rate != rate:
@@ -259,21 +264,22 @@ class _World:
         sub, day, start, end = (str(c[f"fx_rate_lock_{k}"]) for k in keys)
         return (sub, day, start, end)
 
-    def _jurisdiction(self, day: date) -> str:
-        """The customer's jurisdiction in force on an issue day: the previous one before a move."""
+    def _jurisdiction(self, day: date, subscription_id: str) -> str:
+        """Where an invoice of the subscription issued that day is taxed (`env.engine.supply`):
+        its service site while it applies, else the customer's jurisdiction then."""
         c = self.customer
-        since, previous = c["tax_jurisdiction_since"], c["previous_tax_jurisdiction"]
-        if previous is not None and since is not None and day.isoformat() < since:
-            return str(previous)
-        return str(c["tax_jurisdiction"])
+        move = (c["previous_tax_jurisdiction"], c["tax_jurisdiction_since"])
+        site = self.sites.get(subscription_id)
+        return taxed_in(day, str(c["tax_jurisdiction"]), move, site)
 
-    def _exempt(self, day: date) -> bool:
+    def _exempt(self, day: date, subscription_id: str) -> bool:
         """The certificate covers the issue day and applies where the invoice is taxed."""
         c = self.customer
         start, end = c["exemption_valid_from"], c["exemption_valid_until"]
         if start is None or not start <= day.isoformat() < end:
             return False
-        return c["exemption_jurisdiction"] in (None, self._jurisdiction(day))
+        where = c["exemption_jurisdiction"]
+        return where in (None, self._jurisdiction(day, subscription_id))
 
     def _tax_rate(self, jurisdiction: str, day: date) -> Fraction | None:
         text = day.isoformat()

@@ -26,6 +26,7 @@ DATES = (
     ("tax_rates", "effective_from"),
     ("usage_records", "period_start"),
     ("usage_corrections", "recorded_at"),
+    ("supply_sites", "until"),
 )
 
 

@@ -260,6 +260,10 @@ class Lookups:
             "WHERE subscription_id = ? ORDER BY seq",
             (subscription_id,),
         ).fetchall()
+        site = self._one(
+            "SELECT jurisdiction, until, reason FROM supply_sites WHERE subscription_id = ?",
+            (subscription_id,),
+        )
         return {
             "subscription_id": sub["id"],
             "customer_id": sub["customer_id"],
@@ -292,6 +296,11 @@ class Lookups:
                 }
                 for c in corrections
             ],
+            # contract v6: a service site of its own, where invoices issued before `until`
+            # (null: still there) are taxed instead of the customer's jurisdiction; null: none
+            "place_of_supply": None
+            if site is None
+            else {"jurisdiction": site[0], "until": site[1], "reason": site[2]},
             "events": [
                 {"occurred_at": e[0], "type": e[1], "details": json.loads(e[2])} for e in events
             ],

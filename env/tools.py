@@ -127,6 +127,8 @@ class BillingTools(Lookups):
         cancel_requested, canceled, renewed, reactivated) are ordered, with UTC timestamps:
         convert them to the customer's timezone before comparing with billing periods. A coupon
         applies to periods starting from valid_from to valid_until inclusive, within its duration.
+        place_of_supply: a service site of the subscription's own; its invoices issued before
+        until (null: still there) are taxed in its jurisdiction (null: none, the customer's).
 
         Args:
             subscription_id: Subscription id, e.g. "SUB-8K2M4T".

@@ -16,7 +16,7 @@ import unicodedata
 from datetime import date, time, timedelta
 
 from env.engine.calendar import days, local_to_utc, utc_to_local_date
-from env.generation import lookalikes_fx, lookalikes_tax
+from env.generation import lookalikes_fx, lookalikes_supply, lookalikes_tax
 from env.generation.builder import WorldBuilder, data
 from env.generation.changes import immediate_swap, late_days
 from env.generation.lookalikes_life import retro_trial, reversed_cancel, scheduled_first
@@ -215,6 +215,7 @@ def decorate_main(b: WorldBuilder, story: Story, skip: tuple[str, ...] = ()) -> 
     ends = ends and not (fixed and b.label != "coupon_not_applied")
     if ends and "canceled" not in kinds and _main_draw(b, "ended", skip):
         _cancel(b, story)
+    lookalikes_supply.supply_site(b, story)  # taxed at an old site after a move, billed right
 
 
 def _per_seat_through(story: Story, k: int) -> bool:

@@ -19,6 +19,7 @@ from typing import Any
 from env.engine.billing import BillingInputs
 from env.engine.calendar import add_months, days, fx_day, fx_rate_day, local_to_utc, utc_stamp
 from env.engine.money import format_rate, parse_rate
+from env.engine.supply import SupplySite, taxed_in
 from env.generation import lookalikes_tax, lookalikes_usage
 from env.generation.story import Story, plan_terms
 from env.generation.world import Coupon, Customer, Invoice, Payment, Plan, Subscription, WorldDraft
@@ -75,6 +76,8 @@ class WorldBuilder:
         self.tax_rng: random.Random | None = None  # env.generation.lookalikes_tax's side stream
         self.tax_compared: list[date] = []  # issue days a tax-rate story compares (taxed)
         self.tax_covered: list[date] = []  # issue days tax_exempt_charged's certificate covers
+        # (first, second) issue days a look-alike compares for a price: taxed in one jurisdiction
+        self.tax_kept: list[tuple[date, date]] = []
 
     # identities -------------------------------------------------------------------------
     def new_id(self, prefix: str, length: int = 6, rng: random.Random | None = None) -> str:
@@ -221,32 +224,41 @@ class WorldBuilder:
                 return parse_rate(rate)
         raise ValueError(f"no {jurisdiction} tax rate on {text}")
 
-    def jurisdiction_on(self, day: date) -> str:
-        """The jurisdiction in force on an issue day: the previous one before a recorded move."""
+    def jurisdiction_on(self, day: date, subscription_id: str = "") -> str:
+        """The jurisdiction an invoice issued that day is taxed in (`env.engine.supply`): the
+        subscription's own service site while it applies, else the customer's, the previous
+        one before a recorded move."""
         c = self.customer
-        since = c.jurisdiction_since
-        if c.previous_jurisdiction and since and day.isoformat() < since:
-            return c.previous_jurisdiction
-        return c.tax_jurisdiction
+        move = (c.previous_jurisdiction, c.jurisdiction_since)
+        return taxed_in(day, c.tax_jurisdiction, move, self.supply_site(subscription_id))
 
-    def exempt_on(self, day: date) -> bool:
-        """The certificate covers the issue day and applies in the jurisdiction in force then."""
+    def supply_site(self, subscription_id: str) -> SupplySite | None:
+        """A subscription's service site (`lookalikes_supply`), if it has one."""
+        assert self.draft is not None
+        for sub in self.draft.subscriptions:
+            if sub.id == subscription_id and sub.supply_site is not None:
+                return sub.supply_site[0], sub.supply_site[1]
+        return None
+
+    def exempt_on(self, day: date, subscription_id: str = "") -> bool:
+        """The certificate covers the issue day and applies in the jurisdiction taxed then."""
         cert = self.customer.exemption
         if cert is None or not cert[1] <= day.isoformat() < cert[2]:
             return False
         where = self.customer.exemption_jurisdiction or self.customer.tax_jurisdiction
-        return where == self.jurisdiction_on(day)
+        return where == self.jurisdiction_on(day, subscription_id)
 
     def rates_on(self, issued: date, subscription_id: str = "") -> dict[str, Any]:
         """The currency, fx and tax inputs of an invoice issued that day (design §1.1: the rates
         in force on the issue date, the exemption if its window covers it)."""
+        where = self.jurisdiction_on(issued, subscription_id)
         return {
             "currency": self.customer.currency,
             "fx_rate": self.fx_on(fx_rate_day(issued, subscription_id, self.customer.fx_lock)),
             "fx_rate_date": fx_rate_day(issued, subscription_id, self.customer.fx_lock),
-            "tax_jurisdiction": self.jurisdiction_on(issued),
-            "tax_rate": self.rate_in(self.jurisdiction_on(issued), issued),
-            "tax_exempt": self.exempt_on(issued),
+            "tax_jurisdiction": where,
+            "tax_rate": self.rate_in(where, issued),
+            "tax_exempt": self.exempt_on(issued, subscription_id),
         }
 
     def fx_on(self, day: date) -> Fraction:

@@ -44,6 +44,7 @@ class TaxWorld(Protocol):
     tax_history: list[tuple[str, str, str | None]]
     tax_compared: list[date]
     tax_covered: list[date]
+    tax_kept: list[tuple[date, date]]
 
     @property
     def customer(self) -> Customer: ...
@@ -207,7 +208,9 @@ def move_between(b: TaxWorld, before: date, day: date) -> None:
 
 
 def keep_jurisdiction(b: TaxWorld, first: date, second: date) -> None:
-    """Two invoices compared for a price (no_error look-alikes): no move between them."""
+    """Two invoices compared for a price (no_error look-alikes): no move between them, nor a
+    service site's end (`lookalikes_supply`)."""
+    b.tax_kept.append((first, second))
     since = b.customer.jurisdiction_since
     if since is not None and first.isoformat() < since <= second.isoformat():
         move_before(b, first)
@@ -329,9 +332,13 @@ def certificate_not_left(b: TaxWorld) -> None:
     # no other neighbour: issued the day before the move, a day no invoice of it was issued on
     eve = (date.fromisoformat(since) - timedelta(days=1)).isoformat()
     assert b.draft is not None
-    if not any(
-        utc_to_local_date(inv.issued_at, c.timezone).isoformat() == eve for inv in b.draft.invoices
+    window = (eve, max(c.exemption[2], since))
+    issued = [(utc_to_local_date(i.issued_at, c.timezone).isoformat(), i) for i in b.draft.invoices]
+    # nor one rightly taxed there after the move (a service site's, `lookalikes_supply`)
+    there = [d for d, i in issued if i.correct and i.correct.tax_jurisdiction == previous]
+    if not any(day == eve for day, _ in issued) and not any(
+        window[0] <= day < window[1] for day in there
     ):
-        c.exemption = (c.exemption[0], eve, max(c.exemption[2], since))
+        c.exemption = (c.exemption[0], *window)
     else:  # nowhere to put it: it covered no invoice, so the world bills the same without it
         c.exemption = None

@@ -89,6 +89,8 @@ class Subscription:
     # (period_start, period_end, units, recorded_at, reason): `lookalikes_usage`
     usage_corrections: list[tuple[str, str, int, str, str]] = field(default_factory=list)
     anchor_day: int | None = None
+    # (jurisdiction, until or None, reason): a service site of its own (`lookalikes_supply`)
+    supply_site: tuple[str, str | None, str] | None = None
 
 
 @dataclass
@@ -295,6 +297,8 @@ def freeze(draft: WorldDraft) -> bytes:
             "INSERT INTO usage_corrections VALUES (?,?,?,?,?,?)",
             [(s.id, *u) for u in s.usage_corrections],
         )
+        if s.supply_site is not None:
+            db.execute("INSERT INTO supply_sites VALUES (?,?,?,?)", (s.id, *s.supply_site))
     db.executemany("INSERT INTO tax_rates VALUES (?,?,?,?)", draft.tax_rates)
     db.executemany("INSERT INTO fx_rates VALUES (?,?,?,?)", draft.fx_rates)
     for inv in draft.invoices:

@@ -44,6 +44,9 @@ CREATE TABLE usage_corrections (
     subscription_id TEXT NOT NULL, period_start TEXT NOT NULL, period_end TEXT NOT NULL,
     units INTEGER NOT NULL, recorded_at TEXT NOT NULL, reason TEXT NOT NULL
 );
+CREATE TABLE supply_sites (
+    subscription_id TEXT PRIMARY KEY, jurisdiction TEXT NOT NULL, until TEXT, reason TEXT NOT NULL
+);
 CREATE TABLE invoices (
     id TEXT PRIMARY KEY, customer_id TEXT NOT NULL, subscription_id TEXT NOT NULL,
     period_start TEXT NOT NULL, period_end TEXT NOT NULL, issued_at TEXT NOT NULL,
