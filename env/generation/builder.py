@@ -75,6 +75,10 @@ class WorldBuilder:
         self.tax_rng: random.Random | None = None  # env.generation.lookalikes_tax's side stream
         self.tax_compared: list[date] = []  # issue days a tax-rate story compares (taxed)
         self.tax_covered: list[date] = []  # issue days tax_exempt_charged's certificate covers
+        # ids of rows a fault added beside an invoice (a second charge, its refund): a twin
+        # drops them (`env.generation.twin_repair`); rebilled and unwarranted invoices show
+        # themselves in the truth
+        self.fault_rows: list[str] = []
 
     # identities -------------------------------------------------------------------------
     def new_id(self, prefix: str, length: int = 6, rng: random.Random | None = None) -> str:
