@@ -1,9 +1,10 @@
 """Model registry: a name on the command line -> how to reach that model -> a `Policy`.
 
-Aliases live in `agent/models.toml` (data the user edits, validated with pydantic); `reference`
-and `auditor` are built in; `litellm:<provider/model>` and `--base-url URL --model-name NAME`
-reach a model with no entry. Every user mistake (unknown alias, unset key, nothing listening)
-is a one-line `PolicyError` raised before any episode starts. Heavy clients import lazily.
+Aliases live in `agent/models.toml` (data the user edits, validated with pydantic); `reference`,
+`auditor` and `complaint-guess` (a complaint-following baseline) are built in;
+`litellm:<provider/model>` and `--base-url URL --model-name NAME` reach a model with no entry.
+Every user mistake (unknown alias, unset key, nothing listening) is a one-line `PolicyError`
+raised before any episode starts. Heavy clients import lazily.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from env.cli import did_you_mean
 
 DEFAULT_REGISTRY = Path(__file__).resolve().parent / "models.toml"
 LITELLM_PREFIX = "litellm:"
-BUILTINS = ("reference", "auditor")
+BUILTINS = ("reference", "auditor", "complaint-guess")
 Kind = Literal["litellm", "openai", "local", "program"]
 DEFAULT_TIMEOUT_S = 300.0  # seconds per request; litellm's own default would be 6,000 s
 
@@ -295,4 +296,15 @@ def _auditor() -> Policy:
         ) from None
 
 
-_PROGRAMS: dict[str, Callable[[], Policy]] = {"reference": _reference, "auditor": _auditor}
+def _complaint_guess() -> Policy:
+    from agent.complaint_guess import complaint_guess_program
+    from agent.program_policy import ProgramPolicy
+
+    return ProgramPolicy("complaint-guess", complaint_guess_program)
+
+
+_PROGRAMS: dict[str, Callable[[], Policy]] = {
+    "reference": _reference,
+    "auditor": _auditor,
+    "complaint-guess": _complaint_guess,
+}

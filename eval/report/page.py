@@ -14,6 +14,7 @@ from typing import Any
 
 from eval.report.confusion import confusion_table
 from eval.report.flags import FLAGS
+from eval.report.twins_section import twins_html
 
 ASSETS = Path(__file__).resolve().parent
 SECTIONS = (
@@ -23,6 +24,7 @@ SECTIONS = (
     ("groups", "By root cause and difficulty"),
     ("action", "Action type and outcome mix"),
     ("confusion", "Confusion matrix"),
+    ("twins", "Evidence dependence (twins)"),
     ("hacking", "Suspected reward hacking"),
     ("reading", "Reading list"),
     ("viewer", "Trajectory viewer"),
@@ -296,6 +298,7 @@ def render_page(report: dict[str, Any], viewer: dict[str, Any], out: Path) -> st
         "groups": _groups(report, out),
         "action": _action(report, out),
         "confusion": _confusion(report),
+        "twins": twins_html(report.get("twins", [])),
         "hacking": _hacking(report),
         "reading": _reading(report),
         "viewer": _viewer(),
