@@ -91,7 +91,7 @@ def _recompute_differences(scenario: Scenario) -> dict[str, str]:
 
 
 def test_every_invoice_of_a_twin_recomputes_to_what_it_was_billed() -> None:
-    for seed in SEEDS[:40]:
+    for seed in SEEDS:
         scenario = twin("eval", seed)
         assert set(_recompute_differences(scenario).values()) == {"0.00"}, scenario.scenario_id
 
