@@ -74,9 +74,13 @@ def build(split: str, seed: int, *, twin: bool = False, moved: bool = False) -> 
     dispute_id = builder.new_id("DSP")
     draft.dispute = (dispute_id, opened_at, complaint)
     if moved:
-        return _moved_scenario(split, seed, builder, outcome, overcharges, disputed, claimed)
+        return _moved_scenario(
+            split, seed, builder, outcome, overcharges, disputed, (claimed, tuple(traps))
+        )
     if twin and outcome.label != "no_error":
-        return _twin_scenario(split, seed, builder, outcome, overcharges, disputed, claimed)
+        return _twin_scenario(
+            split, seed, builder, outcome, overcharges, disputed, (claimed, tuple(traps))
+        )
     truth = Truth(
         label=outcome.label,
         overcharges=dict(overcharges),
@@ -107,7 +111,7 @@ def _twin_scenario(
     outcome: FaultOutcome,
     overcharges: dict[str, int],
     disputed: tuple[str, ...],
-    claimed: tuple[str, ...],
+    complaint: tuple[tuple[str, ...], tuple[str, ...]],
 ) -> Scenario:
     """The twin's card and truth: the fault's records set right, the complaint kept, the
     verdict `no_error`, the reference an investigation that finds nothing to credit."""
@@ -127,8 +131,8 @@ def _twin_scenario(
         expected_credits={},
         reference=reference_solution(b, fixed, {}, kept),
         explanation=fixed.summary,
-        traps=("counterfactual_twin",),
-        claimed_amounts=claimed,
+        traps=("counterfactual_twin", *complaint[1]),  # the complaint's traps stand
+        claimed_amounts=complaint[0],
         disputed_invoices=kept,
     )
     return Scenario(
@@ -151,7 +155,7 @@ def _moved_scenario(
     outcome: FaultOutcome,
     overcharges: dict[str, int],
     disputed: tuple[str, ...],
-    claimed: tuple[str, ...],
+    complaint: tuple[tuple[str, ...], tuple[str, ...]],
 ) -> Scenario | None:
     """The same fault on another invoice (`env.generation.twin_moves`), or None."""
     draft = b.draft
@@ -185,8 +189,8 @@ def _moved_scenario(
         expected_credits=dict(moved_over),
         reference=reference_solution(b, fixed, moved_over, kept),
         explanation=fixed.summary,
-        traps=("moved_twin",),
-        claimed_amounts=claimed,
+        traps=("moved_twin", *complaint[1]),
+        claimed_amounts=complaint[0],
         disputed_invoices=kept,
     )
     return Scenario(
