@@ -10,8 +10,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from agent.complaint_guess import guess_label
-from eval.episode_log import EpisodeLine
+from eval.episode_log import EpisodeLine, RunLogError, check_run_config
 from eval.report.build import build_report
 from eval.run import main
 from eval.twins import pair_episodes, rate, summarize_pairs
@@ -73,3 +75,11 @@ def test_a_twins_run_reports_a_complaint_follower_as_evidence_blind(tmp_path: Pa
     assert summary["overall"]["evidence_blind"]["estimate"] >= 0.8
     page = build_report([out], tmp_path / "report").read_text(encoding="utf-8")
     assert "Evidence dependence (twins)" in page and "data-twins='complaint-guess'" in page
+
+
+def test_a_twins_run_and_a_plain_run_never_share_a_directory(tmp_path: Path) -> None:
+    plain = {"model": "auditor", "split": "eval", "k": 1}  # a run from before --twins: no key
+    check_run_config(tmp_path, plain)
+    with pytest.raises(RunLogError, match="twins False -> True"):
+        check_run_config(tmp_path, {**plain, "twins": True})
+    assert check_run_config(tmp_path, {**plain, "twins": False}) == []
