@@ -117,6 +117,8 @@ def billed_after_cancellation(ev: Evidence) -> list[Candidate]:
             total = cents(summary.get("total"))
             if str(summary.get("period_start")) < effective or not total or total <= 0:
                 continue
+            if _closing(ev, summary):
+                continue
             note = (
                 f"{cancel.kind} at {cancel.stamp} UTC is {cancel.local} in {ev.timezone}, so "
                 f"{sub_id} ended on {effective}; {summary['invoice_id']} bills "
@@ -126,6 +128,14 @@ def billed_after_cancellation(ev: Evidence) -> list[Candidate]:
             left = total - ev.credited(summary["invoice_id"])
             found.append(Candidate(label, summary["invoice_id"], note, cents=left))
     return found
+
+
+def _closing(ev: Evidence, summary: Json) -> bool:
+    """A closing invoice: its charge stops where its period starts (`proration_end`), so it
+    bills only the proration of a change made before the cancellation took effect: owed."""
+    inputs = ev.inputs(summary["invoice_id"])
+    start = summary.get("period_start")
+    return bool(inputs) and start is not None and inputs.get("proration_end") == start
 
 
 def _cancel_on_date(ev: Evidence, sub_id: str, cancel: Event, ends_on: date) -> list[Candidate]:

@@ -210,15 +210,20 @@ class SignalOnlyAudit(Audit):
             events = [
                 _undated(e)
                 for e in listed(result.get("events"))
-                if not (isinstance(e, dict) and e.get("type") in SEPARATING_EVENTS)
+                if _event_type(e) not in SEPARATING_EVENTS
             ]
-            return {**result, "events": events, "usage_corrections": []}
+            return {**result, "events": events, "usage_corrections": [], "place_of_supply": None}
         return result
+
+
+def _event_type(event: Any) -> str | None:
+    kind = event.get("type") if isinstance(event, dict) else None
+    return kind if isinstance(kind, str) else None
 
 
 def _undated(event: Any) -> Any:
     """A plan or seat change read as taking effect when it was logged, whatever date it names."""
-    if not isinstance(event, dict) or event.get("type") not in DATED_CHANGES:
+    if _event_type(event) not in DATED_CHANGES:
         return event
     details = mapping(event.get("details"))
     effective = details.get("effective")

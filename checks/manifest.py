@@ -1,4 +1,4 @@
-"""The eval and heldout sets, frozen by content hashes in `env/data/manifest.json`.
+"""The eval, heldout and eval-twins sets, frozen by content hashes in `env/data/manifest.json`.
 
 A change to the generator that moves one eval scenario must be seen, not silently shift every
 reported number, so `--check` regenerates both sets and compares field by field; it also checks
@@ -29,7 +29,7 @@ from env.versions import generator_hash, tool_contract_hash
 
 # the data stays with the generator it pins; only this check lives in checks/
 MANIFEST_PATH = Path(str(resources.files("env").joinpath("data/manifest.json")))
-FROZEN_SPLITS = ("eval", "heldout")
+FROZEN_SPLITS = ("eval", "heldout", "eval-twins")
 ENTRY_FIELDS = ("scenario_id", "label", "difficulty", "database_sha256", "complaint_sha256")
 TRAIN_CHECKED = 5000
 EVAL_FAULTED, EVAL_NO_ERROR, MIN_PER_CLASS = 80, 20, 6
@@ -147,6 +147,16 @@ def composition_problems(frozen: list[ScenarioFacts], train: list[ScenarioFacts]
     if len(held) != 50 or any(f.label != HELDOUT_LABEL for f in held):
         other = Counter(f.label for f in held if f.label != HELDOUT_LABEL)
         problems.append(f"heldout has {len(held)} scenarios, other labels: {dict(other)}")
+    twins = {f.seed: f for f in frozen if f.split == "eval-twins"}
+    if sorted(twins) != sorted(f.seed for f in evals) or any(
+        t.label != "no_error" for t in twins.values()
+    ):
+        problems.append("eval-twins is not one no_error twin of each eval seed")
+    problems += [
+        f"eval-twins {f.seed}: difficulty {twins[f.seed].difficulty} != {f.difficulty}"
+        for f in evals
+        if f.seed in twins and twins[f.seed].difficulty != f.difficulty
+    ]
     leaked = [f.seed for f in train if f.label == HELDOUT_LABEL]
     if leaked:
         problems.append(f"train seeds hold {HELDOUT_LABEL}: {leaked[:10]}")

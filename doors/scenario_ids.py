@@ -1,4 +1,5 @@
-"""Scenario ids as the generator writes them, `<split>-<seed>` (e.g. `eval-100021`), read back.
+"""Scenario ids as the generator writes them, `<split>-<seed>` (e.g. `eval-100021`), read back;
+an eval twin's is `eval-twin-<seed>`.
 
 `env.generation.generator.generate(split, seed)` names every scenario `f"{split}-{seed}"`; the
 split's seed range (`env.generation.splits`) decides which seeds exist, so `eval-5` is refused, not
@@ -15,6 +16,7 @@ from env.generation.splits import SPLITS, split_assignment
 from env.scenario import Scenario
 
 _ID = re.compile(r"(?P<split>[a-z]+)-(?P<seed>[0-9]{1,12})")
+_TWIN_ID = re.compile(r"(?P<split>[a-z]+)-twin-(?P<seed>[0-9]{1,12})")  # `env.generation.twins`
 
 
 class ScenarioIdError(ValueError):
@@ -22,14 +24,19 @@ class ScenarioIdError(ValueError):
 
 
 def parse_scenario_id(text: str) -> tuple[str, int]:
-    """`"eval-100021"` -> `("eval", 100021)`, checked against the split's seed range."""
+    """`"eval-100021"` -> `("eval", 100021)`, checked against the split's seed range; a twin,
+    `"eval-twin-100021"`, -> `("eval-twins", 100021)` (a frozen split of twins)."""
+    twin = _TWIN_ID.fullmatch(text)
     match = _ID.fullmatch(text)
-    if match is None or match["split"] not in SPLITS:
+    if twin is not None and f"{twin['split']}-twins" in SPLITS:
+        split, seed = f"{twin['split']}-twins", int(twin["seed"])
+    elif match is not None and match["split"] in SPLITS:
+        split, seed = match["split"], int(match["seed"])
+    else:
         raise ScenarioIdError(
             f"scenario id {text[:60]!r} is not <split>-<seed> with a split of "
-            f"{', '.join(SPLITS)} (e.g. eval-100021)"
+            f"{', '.join(SPLITS)} (e.g. eval-100021, or eval-twin-100021 for a twin)"
         )
-    split, seed = match["split"], int(match["seed"])
     try:
         split_assignment(split, seed)
     except ValueError as exc:

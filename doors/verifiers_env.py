@@ -44,7 +44,7 @@ from env.generation.splits import spec, split_seeds
 from env.ledger_env import DEFAULT_TOOL_BUDGET, system_prompt
 from rewards.reward import Variant
 
-Split = Literal["train", "val", "eval", "heldout"]  # env.generation.splits.SPLITS
+Split = Literal["train", "val", "eval", "heldout", "eval-twins"]  # env.generation.splits.SPLITS
 TASKSET_ID = "doors"  # vf-eval imports the taskset's package by this name (doors/__init__.py)
 MAX_TURNS = 40  # agent.rollout.RolloutConfig.max_turns
 

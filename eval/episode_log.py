@@ -288,6 +288,8 @@ def check_run_config(
         for key in ("model", "split", "k")
         if old.get(key) != config.get(key)
     ]
+    if bool(old.get("twins")) != bool(config.get("twins")):  # runs before --twins have no key
+        changed.append(f"twins {bool(old.get('twins'))} -> {bool(config.get('twins'))}")
     if changed:
         raise RunLogError(
             f"{run_dir} holds a different run ({'; '.join(changed)}); "

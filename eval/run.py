@@ -4,6 +4,7 @@
     python -m eval.run --model claude-sonnet --split eval --k 4 --concurrency 8
     python -m eval.run --base-url http://127.0.0.1:8000/v1 --model-name Qwen/Qwen3.5-4B
     python -m eval.run --model litellm:openai/NAME --base-url URL   # litellm, any api_base
+    python -m eval.run --model auditor --split eval --twins --k 1  # + each twin (eval.twins)
 
 Results go to `results/<model>-<split>-k<k>/` (episodes.jsonl, run.json, summary.json/.md);
 rerunning the same command resumes (`python eval/run.py ...` works too). Every planned episode
@@ -224,6 +225,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--split", default="eval", choices=sorted(SPLITS))
     parser.add_argument("--limit", type=int, help="only the first N scenarios of the split")
     parser.add_argument("--k", type=int, default=4, help="samples per scenario")
+    parser.add_argument(
+        "--twins",
+        action="store_true",
+        help="play each scenario and its counterfactual twin; report evidence dependence",
+    )
     # how
     parser.add_argument("--concurrency", type=int, default=4, help="episodes in flight")
     _failure_flags(parser)
@@ -290,6 +296,7 @@ def run_config(target: ModelTarget, args: argparse.Namespace) -> dict[str, Any]:
         "model_id": target.model,
         "base_url": target.base_url,
         "split": args.split,
+        "twins": args.twins,
         "k": args.k,
         "limit": args.limit,
         "temperature": args.temperature if args.temperature is not None else target.temperature,
@@ -337,7 +344,8 @@ def run(args: argparse.Namespace) -> int:
         seeds = split_seeds(args.split, args.limit)
     except ValueError as exc:  # an open-ended split without --limit
         raise UsageError(str(exc)) from None
-    run_dir = args.out or Path("results") / f"{target.slug}-{args.split}-k{args.k}"
+    tag = f"{args.split}-twins" if args.twins else args.split
+    run_dir = args.out or Path("results") / f"{target.slug}-{tag}-k{args.k}"
     if run_dir.exists() and not run_dir.is_dir():
         raise UsageError(f"--out {run_dir} is a file; give a directory for the run")
     if target.kind in ("openai", "litellm"):
@@ -348,6 +356,13 @@ def run(args: argparse.Namespace) -> int:
     thinking = {"auto": None, "on": True, "off": False}[args.thinking]
     policy = build_policy(target, temperature=args.temperature, enable_thinking=thinking)
     scenarios = [generate(args.split, seed) for seed in seeds]
+    twin_ids: set[str] = set()
+    if args.twins:  # a no_error scenario is its own twin: played once
+        from env.generation.twins import twin
+
+        pairs = [twin(args.split, seed) for seed in seeds]
+        twin_ids = {t.scenario_id for t, s in zip(pairs, scenarios, strict=True) if t is not s}
+        scenarios += [t for t in pairs if t.scenario_id in twin_ids]
     try:
         result = asyncio.run(
             evaluate(
@@ -372,7 +387,20 @@ def run(args: argparse.Namespace) -> int:
         )
         return EXIT_UNREACHABLE
     _print_summary(result)
+    if args.twins:
+        _print_twins(result, twin_ids, args.seed)
     return _report_incomplete(result)
+
+
+def _print_twins(result: EvalRun, twin_ids: set[str], seed: int) -> None:
+    """Pairs each scenario's episodes with its twin's (`eval.twins`): twins.json/.md."""
+    from eval import twins
+
+    originals, played = twins.split_lines(read_episodes(result.run_dir / EPISODES), twin_ids)
+    summary = twins.summarize_pairs(twins.pair_episodes(originals, played), seed=seed)
+    path = twins.write_twins(result.run_dir, summary)
+    print("\n".join(twins.headline(summary)))
+    print(f"twins: {path}")
 
 
 def _print_summary(result: EvalRun) -> None:

@@ -20,7 +20,10 @@ from functools import lru_cache
 from itertools import count
 from pathlib import Path
 
+from env.generation.generator import generate
 from env.generation.splits import spec, split_assignment
+from env.generation.twins import twin
+from env.scenario import Scenario
 from training.filter import FilterError, read_filter
 from training.runs import RunConfig
 
@@ -127,6 +130,21 @@ def plan_data(run: RunConfig) -> DataPlan:
         for i, level in enumerate(stages)
     )
     return DataPlan(data.split, grpo.groups_per_step, grpo.max_steps, key, drawn, phases, summary)
+
+
+def step_scenarios(split: str, seeds: Sequence[int], *, twins: bool = False) -> list[Scenario]:
+    """The scenarios of a step's seeds; with `twins` ([data] twins), each faulted one followed
+    by its counterfactual twin (a no_error scenario is its own): both groups go to the same
+    `backend.train` call, so a policy that answers the complaint instead of the evidence is
+    paid on the original and loses on the twin, within one update."""
+    scenarios = []
+    for seed in seeds:
+        scenario = generate(split, seed)
+        scenarios.append(scenario)
+        paired = twin(split, seed) if twins else scenario
+        if paired is not scenario:
+            scenarios.append(paired)
+    return scenarios
 
 
 def cold_start_seeds(run: RunConfig, count: int) -> list[int]:

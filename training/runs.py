@@ -64,6 +64,11 @@ class DataSection(Section):
         description="difficulties in order: the data order walks easy to hard",
     )
     shuffle_seed: int = 0
+    twins: bool = Field(
+        False,
+        description="each faulted scenario of a step brings its counterfactual twin's group into "
+        "the same GRPO step (env.generation.twins): following the complaint earns less",
+    )
 
 
 class GrpoSection(Section):
@@ -161,6 +166,8 @@ class RunConfig(Section):
     def _trainer_sections(self) -> RunConfig:
         if self.trainer == "trl" and self.trl is None:
             raise ValueError("trainer 'trl' needs a [trl] section")
+        if self.trainer == "trl" and self.data.twins:  # TRL shuffles prompts into batches
+            raise ValueError("[data] twins needs trainer 'art' (TRL cannot keep a pair in a step)")
         return self
 
     def fingerprint(self) -> str:

@@ -172,6 +172,8 @@ def _proration_lines(inputs: BillingInputs) -> list[InvoiceLine]:
 def _subscription_lines(inputs: BillingInputs, period_days: int) -> list[InvoiceLine]:
     lines = []
     segments = _segments(inputs)
+    if inputs.proration_end is not None and inputs.proration_end <= inputs.period_start:
+        return []  # a closing invoice: only the previous period's proration, after a cancellation
     if not segments:  # a free trial: the window charged is empty
         plan = inputs.plan
         label = (

@@ -78,6 +78,10 @@ class WorldBuilder:
         self.tax_covered: list[date] = []  # issue days tax_exempt_charged's certificate covers
         # (first, second) issue days a look-alike compares for a price: taxed in one jurisdiction
         self.tax_kept: list[tuple[date, date]] = []
+        # ids of rows a fault added beside an invoice (a second charge, its refund): a twin
+        # drops them (`env.generation.twin_repair`); rebilled and unwarranted invoices show
+        # themselves in the truth
+        self.fault_rows: list[str] = []
 
     # identities -------------------------------------------------------------------------
     def new_id(self, prefix: str, length: int = 6, rng: random.Random | None = None) -> str:

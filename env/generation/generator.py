@@ -21,8 +21,10 @@ from env.generation.complaints import render_complaint
 from env.generation.decoys import add_decoys
 from env.generation.faults import builder_for
 from env.generation.faults.base import FaultOutcome, call
-from env.generation.splits import split_assignment
+from env.generation.splits import TWIN_SPLITS, split_assignment
 from env.generation.story import Story
+from env.generation.twin_moves import move_fault, moved_summary, wrong_fields
+from env.generation.twin_repair import set_right, twin_outcome
 from env.generation.world import freeze
 from env.scenario import Scenario, ToolCall, Truth
 
@@ -36,6 +38,19 @@ def scenario_rng(split: str, seed: int) -> random.Random:
 
 @lru_cache(maxsize=4096)
 def generate(split: str, seed: int) -> Scenario:
+    if split in TWIN_SPLITS:  # a frozen split of twins: the fixed twin of each seed of its source
+        scenario = build(TWIN_SPLITS[split], seed, twin=True)
+    else:
+        scenario = build(split, seed)
+    assert scenario is not None
+    return scenario
+
+
+def build(split: str, seed: int, *, twin: bool = False, moved: bool = False) -> Scenario | None:
+    """The scenario of (split, seed); `twin`: the same world with the fault's wrong input set
+    right (`env.generation.twins`). The world is built the same way either way (every draw of
+    the rng is made), and only then are the fault's records set right, so the twin differs
+    from the original in those records and nothing else."""
     assignment = split_assignment(split, seed)
     rng = scenario_rng(split, seed)
     builder = WorldBuilder(
@@ -58,6 +73,14 @@ def generate(split: str, seed: int) -> Scenario:
     complaint, claimed, traps, disputed = render_complaint(builder, outcome, overcharges)
     dispute_id = builder.new_id("DSP")
     draft.dispute = (dispute_id, opened_at, complaint)
+    if moved:
+        return _moved_scenario(
+            split, seed, builder, outcome, overcharges, disputed, (claimed, tuple(traps))
+        )
+    if twin and outcome.label != "no_error":
+        return _twin_scenario(
+            split, seed, builder, outcome, overcharges, disputed, (claimed, tuple(traps))
+        )
     truth = Truth(
         label=outcome.label,
         overcharges=dict(overcharges),
@@ -76,6 +99,108 @@ def generate(split: str, seed: int) -> Scenario:
         customer_id=builder.customer.id,
         complaint=complaint,
         opened_at=opened_at,
+        database=freeze(draft),
+        _truth=truth,
+    )
+
+
+def _twin_scenario(
+    split: str,
+    seed: int,
+    b: WorldBuilder,
+    outcome: FaultOutcome,
+    overcharges: dict[str, int],
+    disputed: tuple[str, ...],
+    complaint: tuple[tuple[str, ...], tuple[str, ...]],
+) -> Scenario:
+    """The twin's card and truth: the fault's records set right, the complaint kept, the
+    verdict `no_error`, the reference an investigation that finds nothing to credit."""
+    draft = b.draft
+    assert draft is not None and draft.dispute is not None
+    set_right(draft, overcharges, b.fault_rows)
+    left = draft.overcharges()
+    if left:
+        raise AssertionError(f"twin of {split}-{seed} still has overcharges {left}")
+    kept = tuple(i for i in disputed if any(inv.id == i for inv in draft.invoices))
+    if not kept:  # the complaint names only a record set right away: as a complaint naming none
+        kept = tuple(inv.id for inv in draft.invoices)
+    fixed = twin_outcome(draft, outcome, overcharges)
+    truth = Truth(
+        label="no_error",
+        overcharges={},
+        expected_credits={},
+        reference=reference_solution(b, fixed, {}, kept),
+        explanation=fixed.summary,
+        traps=("counterfactual_twin", *complaint[1]),  # the complaint's traps stand
+        claimed_amounts=complaint[0],
+        disputed_invoices=kept,
+    )
+    return Scenario(
+        scenario_id=f"{split}-twin-{seed}",
+        split=split,
+        seed=seed,
+        difficulty=split_assignment(split, seed).difficulty,
+        customer_id=b.customer.id,
+        complaint=draft.dispute[2],
+        opened_at=draft.dispute[1],
+        database=freeze(draft),
+        _truth=truth,
+    )
+
+
+def _moved_scenario(
+    split: str,
+    seed: int,
+    b: WorldBuilder,
+    outcome: FaultOutcome,
+    overcharges: dict[str, int],
+    disputed: tuple[str, ...],
+    complaint: tuple[tuple[str, ...], tuple[str, ...]],
+) -> Scenario | None:
+    """The same fault on another invoice (`env.generation.twin_moves`), or None."""
+    draft = b.draft
+    assert draft is not None and draft.dispute is not None
+    if outcome.label == "no_error":
+        return None
+    fault = [draft.invoice(i) for i in overcharges]
+    wrong = wrong_fields(fault[0])
+    if wrong is None or len(fault) != 1:
+        return None
+    set_right(draft, overcharges, b.fault_rows)
+    found = move_fault(draft, fault[0], wrong, outcome.focus)
+    if found is None:
+        return None
+    victim, shown = found
+    moved_over = draft.overcharges()
+    if set(moved_over) != {victim.id}:
+        raise AssertionError(f"moved twin of {split}-{seed}: overcharges {moved_over}")
+    kept = tuple(i for i in disputed if any(inv.id == i for inv in draft.invoices))
+    fixed = FaultOutcome(
+        label=outcome.label,
+        story=outcome.story,
+        focus=[victim],
+        evidence=[shown],
+        summary=moved_summary(victim, moved_over[victim.id]),
+        variant=f"moved_{outcome.variant}",
+    )
+    truth = Truth(
+        label=outcome.label,
+        overcharges=dict(moved_over),
+        expected_credits=dict(moved_over),
+        reference=reference_solution(b, fixed, moved_over, kept),
+        explanation=fixed.summary,
+        traps=("moved_twin", *complaint[1]),
+        claimed_amounts=complaint[0],
+        disputed_invoices=kept,
+    )
+    return Scenario(
+        scenario_id=f"{split}-moved-{seed}",
+        split=split,
+        seed=seed,
+        difficulty=split_assignment(split, seed).difficulty,
+        customer_id=b.customer.id,
+        complaint=draft.dispute[2],
+        opened_at=draft.dispute[1],
         database=freeze(draft),
         _truth=truth,
     )

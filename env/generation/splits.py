@@ -1,7 +1,9 @@
 """Splits: which (label, difficulty, name pool) each seed of each split gets.
 
-Seed ranges never overlap between splits. `eval` (100) and `heldout` (50) are fixed tables
-frozen by `env/data/manifest.json`; `train` is open-ended and never holds the held-out class.
+Seed ranges never overlap between splits, except a twin split's, which are its source's
+(`eval-twins`: eval's seeds, each world with its fault set right). `eval` (100), `heldout`
+(50) and `eval-twins` (100) are fixed tables frozen by `env/data/manifest.json`; `train` is
+open-ended and never holds the held-out class.
 """
 
 from __future__ import annotations
@@ -25,7 +27,10 @@ SPLITS: dict[str, SplitSpec] = {
     "val": SplitSpec(200_000, 100, "val"),
     "eval": SplitSpec(100_000, 100, "eval"),
     "heldout": SplitSpec(300_000, 50, "eval"),
+    # the fixed counterfactual twin of each eval seed (`env.generation.twins`): eval's seeds
+    "eval-twins": SplitSpec(100_000, 100, "eval"),
 }
+TWIN_SPLITS = {"eval-twins": "eval"}  # a twin split -> the split whose worlds it sets right
 NO_ERROR_SHARE = 0.2
 TRAIN_DIFFICULTY_WEIGHTS = (0.4, 0.35, 0.25)
 
@@ -74,6 +79,9 @@ def split_assignment(split: str, seed: int) -> Assignment:
     index = seed - s.first_seed
     if index < 0 or (s.size is not None and index >= s.size):
         raise ValueError(f"seed {seed} is outside split {split!r}")
+    if split in TWIN_SPLITS:
+        source = split_assignment(TWIN_SPLITS[split], seed)
+        return Assignment("no_error", source.difficulty, source.name_pool)
     if split == "eval":
         label, difficulty = _EVAL[index]
         return Assignment(label, difficulty, s.name_pool)

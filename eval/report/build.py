@@ -30,6 +30,7 @@ from eval.report.page import render_page
 from eval.report.paired import has_grounded, paired_comparison
 from eval.report.reading import reading_list
 from eval.report.run_metrics import run_numbers
+from eval.report.twins_section import twins_numbers
 from eval.report.viewer_data import viewer_payload
 from eval.stats import wilson_interval
 from ledgergym import __version__
@@ -147,6 +148,7 @@ def compute(
         },
         "reading_list": reading_list(runs, seed=seed),
         "diagnostics": diagnosed,
+        "twins": twins_numbers(runs, seed=seed),
         "figures": {},
     }
     return report, viewer_payload(runs, flags_by_episode(flags))

@@ -15,6 +15,7 @@ from typing import Any
 from eval.report.confusion import confusion_table
 from eval.report.diagnostics_page import diagnostics_html
 from eval.report.flags import FLAGS
+from eval.report.twins_section import twins_html
 
 ASSETS = Path(__file__).resolve().parent
 SECTIONS = (
@@ -24,6 +25,7 @@ SECTIONS = (
     ("groups", "By root cause and difficulty"),
     ("action", "Action type and outcome mix"),
     ("confusion", "Confusion matrix"),
+    ("twins", "Evidence dependence (twins)"),
     ("hacking", "Suspected reward hacking"),
     ("diagnostics", "Where failures go wrong"),
     ("reading", "Reading list"),
@@ -298,6 +300,7 @@ def render_page(report: dict[str, Any], viewer: dict[str, Any], out: Path) -> st
         "groups": _groups(report, out),
         "action": _action(report, out),
         "confusion": _confusion(report),
+        "twins": twins_html(report.get("twins", [])),
         "hacking": _hacking(report),
         "diagnostics": diagnostics_html(report, out),
         "reading": _reading(report),

@@ -62,11 +62,14 @@ def train_facts(count: int) -> list[ScenarioFacts]:
     ]  # fmt: skip
 
 
-def test_the_committed_manifest_freezes_eval_and_heldout(committed: dict[str, object]) -> None:
+def test_the_committed_manifest_freezes_eval_heldout_and_twins(
+    committed: dict[str, object],
+) -> None:
     entries = committed["scenarios"]
     assert isinstance(entries, list)
     assert [e["split"] for e in entries].count("eval") == 100
     assert [e["split"] for e in entries].count("heldout") == 50
+    assert [e["split"] for e in entries].count("eval-twins") == 100
     assert set(entries[0]) == {
         "split",
         "seed",
@@ -172,7 +175,7 @@ def test_check_prints_every_mismatch_of_a_bent_manifest(
 def test_write_then_check_agree(tmp_path: Path) -> None:
     path = tmp_path / "manifest.json"
     assert main(["--write", "--check", "--train-limit", "10", "--path", str(path)]) == 0
-    assert len(json.loads(path.read_text(encoding="utf-8"))["scenarios"]) == 150
+    assert len(json.loads(path.read_text(encoding="utf-8"))["scenarios"]) == 250
 
 
 def test_a_bad_train_limit_is_one_line_and_status_two(capsys: pytest.CaptureFixture[str]) -> None:

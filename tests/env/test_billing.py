@@ -273,6 +273,22 @@ def test_a_plan_change_in_the_previous_period_is_prorated_on_this_invoice() -> N
     assert amounts.total_cents == 14700 - 1029 + 5216
 
 
+def test_a_closing_invoice_bills_only_the_previous_periods_proration() -> None:
+    # the same change, the subscription canceled at the end of January: the charge stops where
+    # February starts (proration_end = period_start), so no Feb line: -1029 + 5216
+    amounts = compute_invoice(
+        inputs(
+            FEB,
+            previous_plan=STARTER,
+            previous_seats=3,
+            plan_change_date=date(2025, 1, 21),
+            proration_end=FEB[0],
+        )
+    )
+    assert [line.amount_cents for line in amounts.lines] == [-1029, 5216]
+    assert amounts.total_cents == 5216 - 1029
+
+
 def test_a_plan_change_before_the_previous_period_is_refused() -> None:
     with pytest.raises(BillingError, match="before the previous period"):
         compute_invoice(inputs(FEB, previous_plan=STARTER, plan_change_date=date(2024, 12, 31)))

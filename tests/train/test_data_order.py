@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from env.generation.splits import split_assignment
-from training.data_order import DataPlanError, cold_start_seeds, curriculum_seeds, plan_data
+from env.scenario import reveal_truth
+from training.data_order import (
+    DataPlanError,
+    cold_start_seeds,
+    curriculum_seeds,
+    plan_data,
+    step_scenarios,
+)
 from training.filter import FilterFile, FilterHeader, ScenarioRate
 from training.runs import RunConfig
 
@@ -132,3 +140,30 @@ def test_cold_start_scenarios_come_right_after_the_grpo_pool():
     demos = cold_start_seeds(run, 5)
     assert len(demos) == 5 and not pool & set(demos)
     assert demos == curriculum_seeds("train", ["L1", "L2", "L3"], 65)[60:]
+
+
+def test_with_twins_each_faulted_scenario_of_a_step_brings_its_twin() -> None:
+    run = make_run(data={"twins": True})
+    seeds = plan_data(run).batch(0)
+    scenarios = step_scenarios(run.data.split, seeds, twins=run.data.twins)
+    plain = step_scenarios(run.data.split, seeds)
+    assert [s.scenario_id for s in plain] == [f"train-{seed}" for seed in seeds]
+    twins = [s for s in scenarios if "-twin-" in s.scenario_id]
+    faulted = [s for s in plain if reveal_truth(s).label != "no_error"]
+    assert len(twins) == len(faulted) and len(scenarios) == len(seeds) + len(faulted)
+    for original, paired in pairwise(scenarios):
+        if "-twin-" in paired.scenario_id:  # right after its original, same complaint
+            assert paired.complaint == original.complaint
+            assert reveal_truth(paired).label == "no_error"
+
+
+def test_twins_are_refused_on_the_trl_path() -> None:
+    with pytest.raises(ValueError, match="twins needs trainer 'art'"):
+        RunConfig.model_validate(
+            {
+                "name": "trl-twins",
+                "trainer": "trl",
+                "data": {"twins": True},
+                "trl": {},
+            }
+        )

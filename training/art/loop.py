@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from agent.rollout import RolloutConfig
-from env.generation.generator import generate
 from env.scenario import Scenario
 from training.art import run_state
 from training.art.art_files import repair_art_files
@@ -35,7 +34,7 @@ from training.art.validation import (
     validate,
     validation_scenarios,
 )
-from training.data_order import DataPlan
+from training.data_order import DataPlan, step_scenarios
 from training.runs import RunConfig
 from training.tool_sequences import art_metrics
 
@@ -146,7 +145,7 @@ async def train_step(
 ) -> StepReport:
     """GRPO step `index + 1`: the batch `data.batch(index)`, one checkpoint, one history row."""
     started = time.monotonic()
-    scenarios = [generate(data.split, seed) for seed in data.batch(index)]
+    scenarios = step_scenarios(data.split, data.batch(index), twins=run.data.twins)
     groups = await gather_groups(
         policy, scenarios, run.grpo.group_size, config, f"step {index + 1}"
     )

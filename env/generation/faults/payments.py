@@ -40,6 +40,7 @@ def duplicate_payment(b: WorldBuilder) -> FaultOutcome:
     invoices = b.bill(story)
     victim = b.pick([inv for inv in invoices if inv.billed_amounts().total_cents > 0])
     first, second = second_charge(b, victim)
+    b.fault_rows.append(second.id)
     variant = b.pick(VARIANTS)
     total = second.amount_cents
     cur = victim.billed.currency
@@ -57,6 +58,7 @@ def duplicate_payment(b: WorldBuilder) -> FaultOutcome:
         )
     elif variant == "partly_refunded":  # support returned part of it: the rest is derived
         refund = b.refund(second, total * b.rng.randint(20, 70) // 100)
+        b.fault_rows.append(refund.id)
         owed = total - refund.amount_cents
         summary = (
             f"Invoice {victim.id} was paid in full by {first.id}, and {second.id} took another "
