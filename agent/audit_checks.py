@@ -125,9 +125,29 @@ def billed_after_cancellation(ev: Evidence) -> list[Candidate]:
                 f"{summary.get('period_start')} to {summary.get('period_end')}, total "
                 f"{money(total, str(summary.get('currency', '')))}"
             )
-            left = total - ev.credited(summary["invoice_id"])
-            found.append(Candidate(label, summary["invoice_id"], note, cents=left))
+            credited = ev.credited(summary["invoice_id"])
+            change = _earlier_change(ev, summary)
+            if change is None:
+                found.append(Candidate(label, summary["invoice_id"], note, cents=total - credited))
+                continue
+            note += f"; the proration of the plan change of {change} is owed on a closing invoice"
+            closing = {"proration_end": str(summary["period_start"])}
+            found.append(
+                Candidate(label, summary["invoice_id"], note, closing, credited=credited,
+                          closing=True)
+            )  # fmt: skip
     return found
+
+
+def _earlier_change(ev: Evidence, summary: Json) -> str | None:
+    """The day of a plan change made before the period this invoice bills, whose proration it
+    carries (a closing invoice's only charge, `recompute_invoice` with `proration_end` at the
+    period's start); None where it carries none."""
+    inputs = ev.inputs(summary["invoice_id"])
+    change, start = inputs.get("plan_change_date"), summary.get("period_start")
+    if not inputs.get("previous_plan") or not isinstance(change, str) or start is None:
+        return None
+    return change if change < str(start) else None
 
 
 def _closing(ev: Evidence, summary: Json) -> bool:

@@ -11,9 +11,6 @@ added beside an invoice (`WorldBuilder.fault_rows`) go. Nothing else in the draf
 
 from __future__ import annotations
 
-from dataclasses import replace
-
-from env.engine.billing import BillingInputs, compute_invoice
 from env.generation.faults.base import FaultOutcome, call, recompute
 from env.generation.world import Invoice, WorldDraft
 
@@ -21,21 +18,15 @@ from env.generation.world import Invoice, WorldDraft
 def set_right(draft: WorldDraft, overcharges: dict[str, int], fault_rows: list[str]) -> None:
     """Sets right every record behind `overcharges` (the faulted world's truth)."""
     unwarranted = [
-        draft.invoice(i).subscription_id for i in overcharges if draft.invoice(i).correct is None
+        draft.invoice(i).subscription_id for i in overcharges if _unwarranted(draft.invoice(i))
     ]
     for invoice_id in overcharges:
         invoice = draft.invoice(invoice_id)
-        if invoice.correct is None and _closing(invoice) is not None:
-            # the proration of a change in the canceled period is still owed: the invoice is
-            # the closing one, billing that alone (`env.engine.billing`: proration_end at start)
-            wrong = invoice.billed_amounts().total_cents
-            invoice.billed = invoice.correct = _closing(invoice)  # type: ignore[assignment]
-            _follow(draft, invoice_id, wrong, invoice.billed_amounts().total_cents)
-        elif invoice.correct is None:  # a correct billing system never issued it
+        if invoice.correct is None:  # a correct billing system never issued it
             draft.invoices.remove(invoice)
             draft.payments = [p for p in draft.payments if p.invoice_id != invoice_id]
             draft.credit_notes = [n for n in draft.credit_notes if n.invoice_id != invoice_id]
-        elif invoice.billed != invoice.correct:
+        elif invoice.billed != invoice.correct:  # a closing invoice's too (`closing_inputs`)
             wrong = invoice.billed_amounts().total_cents
             invoice.billed = invoice.correct  # the one billing engine bills it again
             _follow(draft, invoice_id, wrong, invoice.billed_amounts().total_cents)
@@ -47,17 +38,10 @@ def set_right(draft: WorldDraft, overcharges: dict[str, int], fault_rows: list[s
             sub.status = "canceled"
 
 
-def _closing(invoice: Invoice) -> BillingInputs | None:
-    """The closing invoice an unwarranted one sets right to: the proration of a change in the
-    canceled period, alone, where it is one and charges something. A credit-only one (an
-    immediate downgrade) has no invoice to go on: the world has no credit balance, and the
-    twin then breaks the rule that every proration reaches an invoice (checks.states; open)."""
-    billed = invoice.billed
-    change = billed.plan_change_date
-    if billed.previous_plan is None or change is None or change >= billed.period_start:
-        return None
-    closing = replace(billed, proration_end=billed.period_start, usage_units=None)
-    return closing if compute_invoice(closing).total_cents > 0 else None
+def _unwarranted(invoice: Invoice) -> bool:
+    """Issued for a period nobody owes: none at all, or only its closing proration."""
+    correct = invoice.correct
+    return correct is None or correct.proration_end == correct.period_start
 
 
 def _follow(draft: WorldDraft, invoice_id: str, wrong: int, right: int) -> None:

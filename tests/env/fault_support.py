@@ -129,3 +129,19 @@ def check_reference(scenario: Scenario, label: str) -> None:
     outputs = " ".join(episode.tool_outputs)
     for cents in truth.overcharges.values():
         assert f'"{format_cents(cents)}"' in outputs
+
+
+def unwarranted_overcharge(invoice: dict[str, Any], recompute: Any) -> int:
+    """What an invoice for a period nobody owes takes back: its total, or, where it carries the
+    proration of a plan change made before that period, all but the closing invoice that bills
+    that proration alone (`recompute(proration_end=<period start>)`'s difference) — unless the
+    proration only credits (no invoice to go on: the whole total)."""
+    inputs, start = invoice["billing_inputs"], invoice["period_start"]
+    change = inputs.get("plan_change_date")
+    total = int(invoice["total"].replace(".", ""))
+    if not (inputs.get("previous_plan") and change and change < start):
+        return total
+    closing = recompute(proration_end=start)
+    if closing["total"].startswith("-") or closing["total"] == "0.00":
+        return total
+    return int(closing["difference"].replace(".", ""))

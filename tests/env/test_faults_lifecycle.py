@@ -8,6 +8,7 @@ the fault (a seat change, a cancellation, a trial) must be visible through the a
 from __future__ import annotations
 
 from datetime import date
+from functools import partial
 from typing import Any
 
 import pytest
@@ -27,7 +28,14 @@ from env.generation.generator import scenario_rng
 from env.ledger_env import LedgerEnv
 from env.scenario import Scenario, reveal_truth
 from tests.env.conftest import ok
-from tests.env.fault_support import LEVELS, check_reference, investigate, local, scenarios
+from tests.env.fault_support import (
+    LEVELS,
+    check_reference,
+    investigate,
+    local,
+    scenarios,
+    unwarranted_overcharge,
+)
 
 LABELS = ("seat_count_mismatch", "billed_after_cancellation", "trial_period_charged")
 PER_LEVEL = 6
@@ -97,7 +105,8 @@ def test_invoices_after_cancellation_start_days_after_the_canceled_event(difficu
                 continue
             assert (date.fromisoformat(invoice["period_start"]) - canceled_on).days >= 5
             left = cents + int(invoice["amount_credited"].replace(".", ""))  # earlier credit
-            assert invoice["total"] == format_cents(left)
+            again = partial(ok, env, "recompute_invoice", invoice_id=victim)
+            assert unwarranted_overcharge(invoice, again) == left
         withdrawn = events_of(timeline, "renewed") + events_of(timeline, "reactivated")
         assert len(events_of(timeline, "cancel_requested")) == 1 + len(withdrawn)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 from datetime import date, timedelta
-from functools import cache
+from functools import cache, partial
 
 import pytest
 
@@ -23,7 +23,7 @@ from env.generation.splits import split_assignment, split_seeds
 from env.generation.world import freeze
 from env.labels import HELDOUT_LABEL
 from env.scenario import Scenario, reveal_truth
-from tests.env.fault_support import LEVELS, Tools, check_reference
+from tests.env.fault_support import LEVELS, Tools, check_reference, unwarranted_overcharge
 
 LABEL = "timezone_period_boundary"
 
@@ -101,7 +101,8 @@ def shifted_event(tools: Tools, invoice_id: str, cents: int) -> str:
     if kind == "cancel_requested":
         # the request was on the last local day of the previous period: this one was left
         assert local == billed - timedelta(days=1)
-        assert parse_amount(invoice["total"]) == cents
+        again = partial(tools, "recompute_invoice", invoice_id=invoice_id)
+        assert unwarranted_overcharge(invoice, again) == cents
         assert is_west(zone)
         return "cancellation"
     difference = tools("recompute_invoice", invoice_id=invoice_id, **{override: local.isoformat()})

@@ -7,15 +7,18 @@ order: moving one changes no scenario, reordering its draws would change them al
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import date, time
 
-from env.engine.billing import BillingInputs
+from env.engine.billing import BillingInputs, compute_invoice
 from env.engine.calendar import local_to_utc
 from env.engine.money import format_cents
 from env.generation.builder import WorldBuilder
+from env.generation.faults.base import call, recompute
 from env.generation.lookalikes_life import main_retro_trial
 from env.generation.story import Story
 from env.generation.world import Invoice, Plan
+from env.scenario import ToolCall
 
 PERIODS = {"L1": (2, 3), "L2": (3, 5), "L3": (4, 6)}
 # Main-story trials where the fault's own arithmetic does not depend on the first invoice's
@@ -84,7 +87,9 @@ def invoices_by_start(invoices: list[Invoice]) -> dict[date, Invoice]:
 def issue_unwarranted(
     b: WorldBuilder, story: Story, inputs: BillingInputs, invoice_id: str, at: time
 ) -> Invoice:
-    """Files an invoice a correct billing system never issues (`correct=None`), paid as usual.
+    """Files an invoice a correct billing system never issues (`correct=None`), paid as usual;
+    where it carries the proration of a change made before the cancellation took effect, what
+    a correct system bills is the closing invoice for that alone (`closing_inputs`).
 
     The caller draws the id and the local issue time: their order in `b.rng` differs between
     faults, and keeping it keeps every generated scenario the same.
@@ -94,10 +99,32 @@ def issue_unwarranted(
         customer_id=b.customer.id,
         subscription_id=story.sub.id,
         issued_at=local_to_utc(inputs.period_start, at, story.timezone),
-        correct=None,
+        correct=closing_inputs(inputs),
         billed=inputs,
     )
     return b.file_invoice(invoice)
+
+
+def closing_inputs(billed: BillingInputs) -> BillingInputs | None:
+    """The closing invoice of a period nobody owes: the proration of a plan change made in the
+    period before, alone (`env.engine.billing`: a charge that stops at its period's start),
+    where there is one and it charges something; else None (nothing at all is owed). A
+    credit-only one has no invoice to go on (the world keeps no credit balance)."""
+    change = billed.plan_change_date
+    if billed.previous_plan is None or change is None or change >= billed.period_start:
+        return None
+    closing = replace(billed, proration_end=billed.period_start, usage_units=None)
+    return closing if compute_invoice(closing).total_cents > 0 else None
+
+
+def unwarranted_evidence(invoice: Invoice) -> list[ToolCall]:
+    """What shows an unwarranted invoice's overcharge: its payments, and for a closing one the
+    recompute that bills the closing proration alone (its `difference` is what is owed back)."""
+    shown = [call("list_payments", customer_id=invoice.customer_id, invoice_id=invoice.id)]
+    if invoice.correct is not None:
+        start = invoice.billed.period_start.isoformat()
+        shown.append(recompute(invoice, proration_end=start))
+    return shown
 
 
 def overcharge(invoice: Invoice) -> int:

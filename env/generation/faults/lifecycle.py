@@ -18,14 +18,16 @@ from env.engine.calendar import days, local_to_utc, utc_to_local_date
 from env.engine.money import format_cents
 from env.generation.background import decorate_main
 from env.generation.builder import EXTENDED_TRIAL_RATE, WorldBuilder
-from env.generation.faults.base import FaultOutcome, call, recompute
+from env.generation.faults.base import FaultOutcome, recompute
 from env.generation.faults.common import (
     METERED_RATE,
     issue_unwarranted,
     join_words,
+    overcharge,
     overcharge_text,
     periods_for,
     seats_for,
+    unwarranted_evidence,
 )
 from env.generation.faults.plan_changes import day_inside, record_event
 from env.generation.lookalikes_life import charge_before_extension, extend_later, zero_covers
@@ -220,17 +222,24 @@ def billed_after_cancellation(b: WorldBuilder) -> FaultOutcome:
         traps.append("final_period_decoy")
     if withdrawn_k is not None and invoices[withdrawn_k + 1] not in focus:
         focus.append(invoices[withdrawn_k + 1])
-    totals = [f"{format_cents(inv.billed_amounts().total_cents)} on {inv.id}" for inv in unwanted]
+    totals = [f"{format_cents(overcharge(inv))} on {inv.id}" for inv in unwanted]
+    closing = [inv for inv in unwanted if inv.correct is not None]
     summary = (
         f"{story.sub.id} was canceled at {canceled.occurred_at}, effective at the end of the "
         f"period ending {story.cancel_effective.isoformat()}, yet "
         f"{join_words([inv.id for inv in unwanted])} {_was(unwanted)} issued for the "
-        f"period(s) after it and paid. No invoice should exist there; the full totals "
-        f"({join_words(totals)}, {unwanted[0].billed.currency}) are credited."
+        f"period(s) after it and paid. No invoice should exist there"
+        + (
+            f" but a closing one for the plan change of {closing[0].billed.plan_change_date}, "
+            "whose proration is owed (recomputed to end where its period starts)"
+            if closing
+            else ""
+        )
+        + f"; {join_words(totals)} {unwanted[0].billed.currency} "
+        + ("is" if len(unwanted) == 1 else "are")
+        + " credited."
     )
-    evidence = [
-        call("list_payments", customer_id=b.customer.id, invoice_id=inv.id) for inv in unwanted
-    ]
+    evidence = [shown for inv in unwanted for shown in unwarranted_evidence(inv)]
     return FaultOutcome(
         label="billed_after_cancellation",
         story=story,

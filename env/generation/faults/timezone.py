@@ -17,8 +17,14 @@ from env.engine.money import format_cents
 from env.generation.background import decorate_main
 from env.generation.builder import WorldBuilder
 from env.generation.changes import late_days, unused_share
-from env.generation.faults.base import FaultOutcome, call, recompute
-from env.generation.faults.common import issue_unwarranted, periods_for, seats_for
+from env.generation.faults.base import FaultOutcome, recompute
+from env.generation.faults.common import (
+    issue_unwarranted,
+    overcharge,
+    periods_for,
+    seats_for,
+    unwarranted_evidence,
+)
 from env.generation.story import CANCEL_REASONS, Story, later_stamp
 from env.generation.world import Invoice, Plan
 
@@ -274,7 +280,7 @@ def _cancellation(b: WorldBuilder) -> FaultOutcome:
     decorate_main(b, story)
     invoices = b.bill(story)
     extra = _bill_left_period(b, story, kept)
-    total = format_cents(extra.billed_amounts().total_cents)
+    total = format_cents(overcharge(extra))
     cur = extra.billed.currency
     summary = (
         f"The cancel_requested event at {stamp} (UTC) is {day.isoformat()} in the customer's "
@@ -282,13 +288,19 @@ def _cancellation(b: WorldBuilder) -> FaultOutcome:
         f"so the subscription ended on {leaves.isoformat()}. Dated by its UTC date "
         f"{utc_date(stamp).isoformat()} the request fell into the next period, and invoice "
         f"{extra.id} for {extra.billed.period_start.isoformat()} to "
-        f"{extra.billed.period_end.isoformat()} was issued; its total {total} {cur} is refunded."
+        f"{extra.billed.period_end.isoformat()} was issued; "
+        + (
+            f"only the closing proration of the plan change of {extra.billed.plan_change_date} "
+            f"is owed (recomputed to end where its period starts), so {total} {cur} is refunded."
+            if extra.correct is not None
+            else f"its total {total} {cur} is refunded."
+        )
     )
     return FaultOutcome(
         label="timezone_period_boundary",
         story=story,
         focus=[extra, invoices[k]],
-        evidence=[call("list_payments", customer_id=b.customer.id, invoice_id=extra.id)],
+        evidence=unwarranted_evidence(extra),
         summary=summary,
         slots={"invoice_id": extra.id, "cancel_day": day.strftime("%B %d").replace(" 0", " ")},
         traps=[t for t in traps if t],
