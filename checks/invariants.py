@@ -189,7 +189,7 @@ class _World:
         jurisdiction = self._jurisdiction(day)
         if inputs.tax_jurisdiction != jurisdiction:
             problems.append(f"taxed under {inputs.tax_jurisdiction}, not {jurisdiction}")
-        if inputs.tax_exempt != self._exempt(day):
+        if inputs.tax_exempt != self._exempt(day, row["subscription_id"]):
             problems.append(f"tax_exempt {inputs.tax_exempt} on {day}")
         rate = self._tax_rate(jurisdiction, day)
         if not inputs.tax_exempt and inputs.tax_rate != rate:
@@ -267,12 +267,18 @@ class _World:
             return str(previous)
         return str(c["tax_jurisdiction"])
 
-    def _exempt(self, day: date) -> bool:
-        """The certificate covers the issue day and applies where the invoice is taxed."""
+    def _exempt(self, day: date, subscription_id: str) -> bool:
+        """The certificate covers the issue day and applies where the invoice is taxed, unless
+        the subscription's timeline withholds it that day (`exemption_withheld`, contract v6)."""
         c = self.customer
         start, end = c["exemption_valid_from"], c["exemption_valid_until"]
         if start is None or not start <= day.isoformat() < end:
             return False
+        for e in self.events[subscription_id]:
+            if e["type"] == "exemption_withheld":
+                window = json.loads(e["details"])
+                if window["issued_from"] <= day.isoformat() < window["issued_until"]:
+                    return False
         return c["exemption_jurisdiction"] in (None, self._jurisdiction(day))
 
     def _tax_rate(self, jurisdiction: str, day: date) -> Fraction | None:

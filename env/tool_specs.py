@@ -36,8 +36,13 @@ from env.tools import TOOL_NAMES, WRITE_TOOLS, BillingTools
 # recorded_at, reason: units a period's usage gained after its first count) and the event
 # `plan_change_start_moved` (to_plan_id, starts, requested_by: the day an immediate change's money
 # starts when it is not the day it was logged, moved later by the customer or agreed earlier with
-# sales; billing prorates from `starts`).
-TOOL_CONTRACT_VERSION = 5
+# sales; billing prorates from `starts`); 6 (world v5, same-shape look-alikes of the seat and
+# exemption faults): get_customer gains `seat_commitment` (subscription_id, seats, periods_from,
+# periods_until: its invoices for periods starting in the window bill at least `seats` seats,
+# null when none) and the event vocabulary gains `exemption_withheld` (certificate_id,
+# issued_from, issued_until, reason: the subscription's invoices issued in the window are taxed
+# although the certificate covers them).
+TOOL_CONTRACT_VERSION = 6
 MAX_ARGUMENT_CHARS = 20_000
 MAX_NUMBER_DIGITS = 30  # JSON numbers beyond 10**30 (or below 10**-30) are refused
 _ARG_LINE = re.compile(r"^    (\w+): (.*)$")

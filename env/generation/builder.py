@@ -75,6 +75,9 @@ class WorldBuilder:
         self.tax_rng: random.Random | None = None  # env.generation.lookalikes_tax's side stream
         self.tax_compared: list[date] = []  # issue days a tax-rate story compares (taxed)
         self.tax_covered: list[date] = []  # issue days tax_exempt_charged's certificate covers
+        # subscription -> (issued_from, issued_until): its invoices issued then are taxed despite
+        # the certificate (an `exemption_withheld` event, `lookalikes_exempt`)
+        self.exemption_withheld: dict[str, tuple[str, str]] = {}
 
     # identities -------------------------------------------------------------------------
     def new_id(self, prefix: str, length: int = 6, rng: random.Random | None = None) -> str:
@@ -229,10 +232,14 @@ class WorldBuilder:
             return c.previous_jurisdiction
         return c.tax_jurisdiction
 
-    def exempt_on(self, day: date) -> bool:
-        """The certificate covers the issue day and applies in the jurisdiction in force then."""
+    def exempt_on(self, day: date, subscription_id: str = "") -> bool:
+        """The certificate covers the issue day and applies in the jurisdiction in force then,
+        unless the subscription's timeline withholds it on that day (`exemption_withheld`)."""
         cert = self.customer.exemption
         if cert is None or not cert[1] <= day.isoformat() < cert[2]:
+            return False
+        withheld = self.exemption_withheld.get(subscription_id)
+        if withheld is not None and withheld[0] <= day.isoformat() < withheld[1]:
             return False
         where = self.customer.exemption_jurisdiction or self.customer.tax_jurisdiction
         return where == self.jurisdiction_on(day)
@@ -246,7 +253,7 @@ class WorldBuilder:
             "fx_rate_date": fx_rate_day(issued, subscription_id, self.customer.fx_lock),
             "tax_jurisdiction": self.jurisdiction_on(issued),
             "tax_rate": self.rate_in(self.jurisdiction_on(issued), issued),
-            "tax_exempt": self.exempt_on(issued),
+            "tax_exempt": self.exempt_on(issued, subscription_id),
         }
 
     def fx_on(self, day: date) -> Fraction:
