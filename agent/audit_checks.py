@@ -203,6 +203,8 @@ def tax_exempt_charged(ev: Evidence) -> list[Candidate]:
         where = certificate.get("jurisdiction") or taxed
         if where != taxed:  # issued for another jurisdiction: tax is due
             continue
+        if ev.withheld(str(summary.get("subscription_id")), issued):  # the timeline says taxed
+            continue
         note = (
             f"certificate {certificate.get('certificate_id')} (valid {valid_from} until "
             f"{valid_until}) covers {summary['invoice_id']} (issued {issued}), yet tax "
@@ -346,7 +348,10 @@ def seat_count_mismatch(ev: Evidence) -> list[Candidate]:
         through = start  # seat changes take effect at a period start
         initial = _created(events).get("seats")
         expected = _in_force(events, "seats_changed", start, initial, ("to_seats", "to"), through)
-        if not isinstance(expected, int) or expected >= billed:
+        if not isinstance(expected, int):
+            continue
+        expected = max(expected, ev.committed_seats(str(summary.get("subscription_id")), start))
+        if expected >= billed:
             continue
         note = (
             f"{summary['invoice_id']} bills {billed} seats, but the timeline's seats_changed "

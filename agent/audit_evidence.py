@@ -108,6 +108,29 @@ class Evidence:
         window = (str(values[0]), str(values[1]), str(values[2]), str(values[3])) if ok else None
         return fx_rate_day(date.fromisoformat(issue_day), subscription_id, window).isoformat()
 
+    def committed_seats(self, subscription_id: str, start: date) -> int:
+        """The seats a commitment (`get_customer`'s `seat_commitment`) bills at least for the
+        subscription's period starting on `start`; 0 outside its window or without one."""
+        commitment = mapping(self.customer.get("seat_commitment"))
+        keys = ("seats", "periods_from", "periods_until")
+        seats, since, until = (commitment.get(k) for k in keys)
+        if commitment.get("subscription_id") != subscription_id or not isinstance(seats, int):
+            return 0
+        if not (_is_day(since) and _is_day(until) and str(since) <= start.isoformat() < str(until)):
+            return 0
+        return seats
+
+    def withheld(self, subscription_id: str, issued: str) -> bool:
+        """Whether the subscription's timeline withholds the certificate on an issue day (an
+        `exemption_withheld` event whose [issued_from, issued_until) holds it): tax is due."""
+        for event in self.events(subscription_id):
+            if event.kind != "exemption_withheld":
+                continue
+            since, until = event.details.get("issued_from"), event.details.get("issued_until")
+            if isinstance(since, str) and isinstance(until, str) and since <= issued < until:
+                return True
+        return False
+
     def kept(self, payments: list[Json]) -> int:
         """What the customer keeps on account of these payments (`get_customer`'s
         `account_credit`), not owed back."""

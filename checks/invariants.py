@@ -273,11 +273,17 @@ class _World:
         return taxed_in(day, str(c["tax_jurisdiction"]), move, site)
 
     def _exempt(self, day: date, subscription_id: str) -> bool:
-        """The certificate covers the issue day and applies where the invoice is taxed."""
+        """The certificate covers the issue day and applies where the invoice is taxed, unless
+        the subscription's timeline withholds it that day (`exemption_withheld`, contract v6)."""
         c = self.customer
         start, end = c["exemption_valid_from"], c["exemption_valid_until"]
         if start is None or not start <= day.isoformat() < end:
             return False
+        for e in self.events[subscription_id]:
+            if e["type"] == "exemption_withheld":
+                window = json.loads(e["details"])
+                if window["issued_from"] <= day.isoformat() < window["issued_until"]:
+                    return False
         where = c["exemption_jurisdiction"]
         return where in (None, self._jurisdiction(day, subscription_id))
 

@@ -36,6 +36,7 @@ LEGAL: dict[str, tuple[str, ...]] = {
     "canceled": ("cancel_requested",),
     "renewed": ("cancel_requested",),  # a request withdrawn before its confirmation
     "reactivated": ("canceled",),
+    "exemption_withheld": ("trialing", "active", "cancel_requested"),
 }
 
 
@@ -135,6 +136,8 @@ def _apply(
         state.status = "canceled"
     elif kind in ("renewed", "reactivated"):
         state.status = "active"
+    elif kind == "exemption_withheld":  # a tax matter: it changes no plan, seats or status
+        pass
     else:
         problems.append(f"{where}: unknown event type")
     return problems

@@ -73,6 +73,7 @@ class Lookups:
             "tax_jurisdiction_since": row["tax_jurisdiction_since"],
             "fx_rate_lock": _fx_lock(row),
             "account_credit": _account_credit(row),
+            "seat_commitment": _seat_commitment(row),
             "timezone": row["timezone"],
             "currency": row["currency"],
             "exemption_certificate": certificate,
@@ -412,6 +413,19 @@ def _fx_lock(row: sqlite3.Row) -> dict[str, str] | None:
         "rate_date": row["fx_rate_lock_date"],
         "issued_from": row["fx_rate_lock_from"],
         "issued_until": row["fx_rate_lock_until"],
+    }
+
+
+def _seat_commitment(row: sqlite3.Row) -> dict[str, Any] | None:
+    """A committed seat minimum (contract v6): the subscription's invoices for periods starting
+    in [periods_from, periods_until) bill at least `seats` seats; null when none."""
+    if row["seat_commitment_seats"] is None:
+        return None
+    return {
+        "subscription_id": row["seat_commitment_subscription_id"],
+        "seats": int(row["seat_commitment_seats"]),
+        "periods_from": row["seat_commitment_from"],
+        "periods_until": row["seat_commitment_until"],
     }
 
 

@@ -38,7 +38,12 @@ from env.tools import TOOL_NAMES, WRITE_TOOLS, BillingTools
 # starts when it is not the day it was logged, moved later by the customer or agreed earlier with
 # sales; billing prorates from `starts`); 6 (world v5, same-shape look-alikes): the timeline gains
 # `place_of_supply` (jurisdiction, until, reason: a service site of the subscription's own, where
-# its invoices issued before `until`, null while still there, are taxed; null when none).
+# its invoices issued before `until`, null while still there, are taxed; null when none);
+# get_customer gains `seat_commitment` (subscription_id, seats, periods_from, periods_until: its
+# invoices for periods starting in the window bill at least `seats` seats, null when none) and
+# the event vocabulary gains `exemption_withheld` (certificate_id, issued_from, issued_until,
+# reason: the subscription's invoices issued in the window are taxed although the certificate
+# covers them).
 TOOL_CONTRACT_VERSION = 6
 MAX_ARGUMENT_CHARS = 20_000
 MAX_NUMBER_DIGITS = 30  # JSON numbers beyond 10**30 (or below 10**-30) are refused

@@ -69,6 +69,7 @@ class BillingTools(Lookups):
         at the USD rate of its rate_date, a contract rate (null: none; else the issue day's).
         account_credit: an overpayment (payment_id, amount) the customer keeps on account,
         not owed back (null: none).
+        seat_commitment: periods starting in [periods_from, periods_until) bill at least its seats.
         Call this first with the id from the complaint, then `list_invoices`.
 
         Args:
@@ -124,11 +125,12 @@ class BillingTools(Lookups):
 
         Events (created, trial_started, trial_ended, plan_changed, seats_changed,
         plan_change_withdrawn, plan_change_start_moved, coupon_applied, coupon_removed,
-        cancel_requested, canceled, renewed, reactivated) are ordered, with UTC timestamps:
-        convert them to the customer's timezone before comparing with billing periods. A coupon
-        applies to periods starting from valid_from to valid_until inclusive, within its duration.
-        place_of_supply: a service site of the subscription's own; its invoices issued before
-        until (null: still there) are taxed in its jurisdiction (null: none, the customer's).
+        cancel_requested, canceled, renewed, reactivated, exemption_withheld) are ordered, with
+        UTC timestamps: convert them to the customer's timezone before comparing with billing
+        periods. A coupon applies to periods starting from valid_from to valid_until inclusive,
+        within its duration. exemption_withheld: invoices issued in [issued_from, issued_until)
+        are taxed. place_of_supply: a service site of the subscription's own; its invoices issued
+        before until (null: still there) are taxed in its jurisdiction (null: none, the customer's).
 
         Args:
             subscription_id: Subscription id, e.g. "SUB-8K2M4T".

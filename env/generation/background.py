@@ -16,7 +16,13 @@ import unicodedata
 from datetime import date, time, timedelta
 
 from env.engine.calendar import days, local_to_utc, utc_to_local_date
-from env.generation import lookalikes_fx, lookalikes_supply, lookalikes_tax
+from env.generation import (
+    lookalikes_exempt,
+    lookalikes_fx,
+    lookalikes_seats,
+    lookalikes_supply,
+    lookalikes_tax,
+)
 from env.generation.builder import WorldBuilder, data
 from env.generation.changes import immediate_swap, late_days
 from env.generation.lookalikes_life import retro_trial, reversed_cancel, scheduled_first
@@ -216,6 +222,8 @@ def decorate_main(b: WorldBuilder, story: Story, skip: tuple[str, ...] = ()) -> 
     if ends and "canceled" not in kinds and _main_draw(b, "ended", skip):
         _cancel(b, story)
     lookalikes_supply.supply_site(b, story)  # taxed at an old site after a move, billed right
+    lookalikes_seats.seat_commitment(b, story)  # a seat minimum, as the seat fault's run
+    lookalikes_exempt.exemption_withheld(b, story)  # a taxed run, as the exemption fault's
 
 
 def _per_seat_through(story: Story, k: int) -> bool:

@@ -82,6 +82,9 @@ class WorldBuilder:
         # drops them (`env.generation.twin_repair`); rebilled and unwarranted invoices show
         # themselves in the truth
         self.fault_rows: list[str] = []
+        # subscription -> (issued_from, issued_until): its invoices issued then are taxed despite
+        # the certificate (an `exemption_withheld` event, `lookalikes_exempt`)
+        self.exemption_withheld: dict[str, tuple[str, str]] = {}
 
     # identities -------------------------------------------------------------------------
     def new_id(self, prefix: str, length: int = 6, rng: random.Random | None = None) -> str:
@@ -245,9 +248,13 @@ class WorldBuilder:
         return None
 
     def exempt_on(self, day: date, subscription_id: str = "") -> bool:
-        """The certificate covers the issue day and applies in the jurisdiction taxed then."""
+        """The certificate covers the issue day and applies in the jurisdiction taxed then,
+        unless the subscription's timeline withholds it on that day (`exemption_withheld`)."""
         cert = self.customer.exemption
         if cert is None or not cert[1] <= day.isoformat() < cert[2]:
+            return False
+        withheld = self.exemption_withheld.get(subscription_id)
+        if withheld is not None and withheld[0] <= day.isoformat() < withheld[1]:
             return False
         where = self.customer.exemption_jurisdiction or self.customer.tax_jurisdiction
         return where == self.jurisdiction_on(day, subscription_id)

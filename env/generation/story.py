@@ -94,6 +94,9 @@ class Story:
     # no change is drawn on or after this local day: a cancellation is asked then and, once
     # confirmed, only a reactivation changes the subscription (design §1.1, one state)
     changes_until: date | None = None
+    # a committed seat minimum (look-alike, `lookalikes_seats`): periods starting in
+    # [from, until) bill at least this many seats, whatever fewer the timeline has in force
+    seat_floor: tuple[date, date, int] | None = None
 
     def change_limit(self, end: date) -> date:
         """The end of the days a change may be drawn on in a period ending `end`."""
@@ -139,6 +142,15 @@ class Story:
             if effective <= day:
                 current = seats
         return current
+
+    def billed_seats(self, day: date) -> int:
+        """The seats billed for a period starting on `day`: those in force, or the committed
+        minimum where a seat commitment covers that period start."""
+        seats = self.seats_at(day)
+        floor = self.seat_floor
+        if floor is not None and floor[0] <= day < floor[1]:
+            return max(seats, floor[2])
+        return seats
 
     def billed_periods(self) -> list[int]:
         """Periods a correct system invoices: not after the cancellation took effect, and not
@@ -192,7 +204,7 @@ class Story:
         if k > 0 and changes:
             change_date = max(changes, key=lambda c: c[0])[0]
             previous_plan = plan_terms(self.plan_at(change_date - timedelta(days=1)), before)
-            previous_seats = self.seats_at(before)
+            previous_seats = self.billed_seats(before)
         proration_start = proration_end = None
         if self.trial_end is not None and start < self.trial_end:
             proration_start = min(self.trial_end, end)
@@ -209,7 +221,7 @@ class Story:
             period_start=start,
             period_end=end,
             plan=plan_terms(current, start),
-            seats=self.seats_at(start),
+            seats=self.billed_seats(start),
             **world.rates_on(issued, self.sub.id),
             previous_plan=previous_plan,
             previous_seats=previous_seats,

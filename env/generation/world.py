@@ -42,6 +42,9 @@ class Customer:
     fx_lock: tuple[str, str, str, str] | None = None
     # an overpayment kept as account credit (world v5): (payment_id, cents kept, kept_since)
     kept_credit: tuple[str, int, str] | None = None
+    # a committed seat minimum (world v5, `lookalikes_seats`): (subscription_id, seats,
+    # periods_from, periods_until): its periods starting in the window bill at least the seats
+    seat_commitment: tuple[str, int, str, str] | None = None
 
 
 @dataclass
@@ -218,7 +221,7 @@ def freeze(draft: WorldDraft) -> bytes:
     c = draft.customer
     cert = c.exemption or (None, None, None)
     db.execute(
-        "INSERT INTO customers VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        "INSERT INTO customers VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
         (
             c.id,
             c.name,
@@ -237,6 +240,7 @@ def freeze(draft: WorldDraft) -> bytes:
             (c.exemption_jurisdiction or c.tax_jurisdiction) if c.exemption else None,
             *(c.fx_lock or (None, None, None, None)),
             *(c.kept_credit or (None, None, None)),
+            *(c.seat_commitment or (None, None, None, None)),
         ),
     )
     for p in draft.plans:

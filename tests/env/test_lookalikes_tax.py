@@ -34,6 +34,17 @@ def _issue_day(customer: sqlite3.Row, invoice: sqlite3.Row) -> str:
     return utc_to_local_date(invoice["issued_at"], customer["timezone"]).isoformat()
 
 
+def _withheld(db: sqlite3.Connection, subscription_id: str, day: str) -> bool:
+    """Whether an `exemption_withheld` event (`lookalikes_exempt`, another look-alike) on the
+    subscription's timeline holds the issue day: there the tax is due for that reason."""
+    rows = db.execute(
+        "SELECT details FROM subscription_events WHERE subscription_id = ? AND type = ?",
+        (subscription_id, "exemption_withheld"),
+    )
+    windows = [json.loads(r[0]) for r in rows]
+    return any(w["issued_from"] <= day < w["issued_until"] for w in windows)
+
+
 @cache
 def _lookalikes() -> tuple[list[tuple[int, str]], list[tuple[int, str]]]:
     """(seed, invoice) of untouched L2/L3 invoices taxed in the previous jurisdiction before a
@@ -55,6 +66,7 @@ def _lookalikes() -> tuple[list[tuple[int, str]], list[tuple[int, str]]]:
                 moved.append((seed, invoice["id"]))
             start, end = customer["exemption_valid_from"], customer["exemption_valid_until"]
             covered = start is not None and start <= day < end
+            covered = covered and not _withheld(db, invoice["subscription_id"], day)
             if covered and not inputs["tax_exempt"] and invoice["tax_cents"] > 0:
                 elsewhere.append((seed, invoice["id"]))
         db.close()

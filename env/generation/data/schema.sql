@@ -7,7 +7,9 @@ CREATE TABLE customers (
     exemption_valid_until TEXT, notes TEXT NOT NULL DEFAULT '', created_at TEXT NOT NULL,
     previous_tax_jurisdiction TEXT, tax_jurisdiction_since TEXT, exemption_jurisdiction TEXT,
     fx_rate_lock_subscription_id TEXT, fx_rate_lock_date TEXT, fx_rate_lock_from TEXT, fx_rate_lock_until TEXT,
-    account_credit_payment_id TEXT, account_credit_cents INTEGER, account_credit_since TEXT
+    account_credit_payment_id TEXT, account_credit_cents INTEGER, account_credit_since TEXT,
+    seat_commitment_subscription_id TEXT, seat_commitment_seats INTEGER, seat_commitment_from TEXT,
+    seat_commitment_until TEXT
 );
 CREATE TABLE plans (
     id TEXT PRIMARY KEY, name TEXT NOT NULL, interval TEXT NOT NULL, pricing TEXT NOT NULL,
