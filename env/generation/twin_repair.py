@@ -12,14 +12,14 @@ added beside an invoice (`WorldBuilder.fault_rows`) go. Nothing else in the draf
 from __future__ import annotations
 
 from env.generation.faults.base import FaultOutcome, call, recompute
-from env.generation.world import Invoice, WorldDraft
+from env.generation.world import WorldDraft
 
 
 def set_right(draft: WorldDraft, overcharges: dict[str, int], fault_rows: list[str]) -> None:
     """Sets right every record behind `overcharges` (the faulted world's truth)."""
-    unwarranted = [
-        draft.invoice(i).subscription_id for i in overcharges if _unwarranted(draft.invoice(i))
-    ]
+    # a cancellation billing never processed (an unwarranted invoice, a dated end billed in
+    # full) is processed in the twin: its row says canceled
+    faulted = [draft.invoice(i).subscription_id for i in overcharges]
     for invoice_id in overcharges:
         invoice = draft.invoice(invoice_id)
         if invoice.correct is None:  # a correct billing system never issued it
@@ -34,14 +34,8 @@ def set_right(draft: WorldDraft, overcharges: dict[str, int], fault_rows: list[s
     for sub in draft.subscriptions:  # a cancellation billing never processed: processed now
         kinds = [e.type for e in sub.events]
         ended = "canceled" in kinds and "reactivated" not in kinds
-        if sub.id in unwarranted and sub.status == "active" and ended:
+        if sub.id in faulted and sub.status == "active" and ended:
             sub.status = "canceled"
-
-
-def _unwarranted(invoice: Invoice) -> bool:
-    """Issued for a period nobody owes: none at all, or only its closing proration."""
-    correct = invoice.correct
-    return correct is None or correct.proration_end == correct.period_start
 
 
 def _follow(draft: WorldDraft, invoice_id: str, wrong: int, right: int) -> None:

@@ -204,8 +204,10 @@ def billed_after_cancellation(b: WorldBuilder) -> FaultOutcome:
     # another class's story of as many periods (an invoice after it bills them)
     story.periods = legit + 1
     story.changes_until = story.period(legit - 1)[1] - days(5)  # room to ask, then confirm
-    # a downgrade's credit could exceed the prorated last charge of a dated cancellation
-    decorate_main(b, story, skip=("downgrades",) if variant == "cancel_at_date" else ())
+    # a downgrade's credit could exceed the prorated last charge of a dated cancellation, and
+    # in the cancellation's period it would credit on a closing invoice that cannot exist
+    # (`faults/common.closing_inputs`): upgrades only
+    decorate_main(b, story, skip=("downgrades",))
     story.periods = legit + 1 if variant == "cancel_at_date" else legit
     day = _cancel_after_changes(b, story, asked, canceled, legit - 1)
     invoices = b.bill(story)

@@ -277,7 +277,9 @@ def _cancellation(b: WorldBuilder) -> FaultOutcome:
         later_stamp(stamp, b.rng, before=closes), "canceled", {"effective": "at_period_end"}
     )
     story.sub.status = "canceled"
-    decorate_main(b, story)
+    # upgrades only: a downgrade in the cancellation's period would credit on a closing invoice
+    # that cannot exist (`faults/common.closing_inputs`), as billed_after_cancellation's
+    decorate_main(b, story, skip=("downgrades",))
     invoices = b.bill(story)
     extra = _bill_left_period(b, story, kept)
     total = format_cents(overcharge(extra))
