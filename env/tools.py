@@ -66,9 +66,8 @@ class BillingTools(Lookups):
         before valid_until, taxed in its jurisdiction. Invoices issued before
         tax_jurisdiction_since are taxed in previous_tax_jurisdiction (null: no move).
         A subscription's invoices issued in fx_rate_lock's [issued_from, issued_until) convert
-        at the USD rate of its rate_date, a contract rate (null: none; else the issue day's).
-        account_credit: an overpayment (payment_id, amount) the customer keeps on account,
-        not owed back (null: none).
+        at its rate_date's USD rate, a contract rate (null: none).
+        account_credit: an overpayment (payment_id, amount) kept on account, not owed back.
         seat_commitment: periods starting in [periods_from, periods_until) bill at least its seats.
         Call this first with the id from the complaint, then `list_invoices`.
 
@@ -129,8 +128,8 @@ class BillingTools(Lookups):
         UTC timestamps: convert them to the customer's timezone before comparing with billing
         periods. A coupon applies to periods starting from valid_from to valid_until inclusive,
         within its duration. exemption_withheld: invoices issued in [issued_from, issued_until)
-        are taxed. place_of_supply: a service site of the subscription's own; its invoices issued
-        before until (null: still there) are taxed in its jurisdiction (null: none, the customer's).
+        are taxed. place_of_supply: the subscription's own site; invoices issued before until
+        (null: still there) are taxed in its jurisdiction.
 
         Args:
             subscription_id: Subscription id, e.g. "SUB-8K2M4T".
