@@ -135,17 +135,7 @@ def _twin_scenario(
         claimed_amounts=complaint[0],
         disputed_invoices=kept,
     )
-    return Scenario(
-        scenario_id=f"{split}-twin-{seed}",
-        split=split,
-        seed=seed,
-        difficulty=split_assignment(split, seed).difficulty,
-        customer_id=b.customer.id,
-        complaint=draft.dispute[2],
-        opened_at=draft.dispute[1],
-        database=freeze(draft),
-        _truth=truth,
-    )
+    return _derived_scenario(f"{split}-twin-{seed}", split, seed, b, truth)
 
 
 def _moved_scenario(
@@ -193,8 +183,17 @@ def _moved_scenario(
         claimed_amounts=complaint[0],
         disputed_invoices=kept,
     )
+    return _derived_scenario(f"{split}-moved-{seed}", split, seed, b, truth)
+
+
+def _derived_scenario(
+    scenario_id: str, split: str, seed: int, b: WorldBuilder, truth: Truth
+) -> Scenario:
+    """A scenario of the seed's world as set right or moved: the same customer and dispute."""
+    draft = b.draft
+    assert draft is not None and draft.dispute is not None
     return Scenario(
-        scenario_id=f"{split}-moved-{seed}",
+        scenario_id=scenario_id,
         split=split,
         seed=seed,
         difficulty=split_assignment(split, seed).difficulty,
