@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from functools import cache
 
 import pytest
 
@@ -14,14 +15,32 @@ from checks.now import after_now_problems
 from checks.states import next_period_start, state_problems
 from env.engine.calendar import utc_to_local_date
 from env.generation.generator import generate
+from env.generation.splits import split_seeds
 from env.ledger_env import open_database
 
-SEED = 100025  # its main subscription was never asked to cancel (generator 2026-12-02)
+
+@cache
+def _never_canceled() -> bytes:
+    """The first eval world whose main subscription was never asked to cancel."""
+    for seed in split_seeds("eval"):
+        image = generate("eval", seed).database
+        db = open_database(image)
+        db.row_factory = sqlite3.Row
+        kinds = {
+            r[0]
+            for r in db.execute(
+                "SELECT type FROM subscription_events WHERE subscription_id = ?", (_main(db)["id"],)
+            )
+        }
+        db.close()
+        if not kinds & {"cancel_requested", "canceled", "reactivated"}:
+            return image
+    raise AssertionError("every eval main subscription was asked to cancel")
 
 
 @pytest.fixture
 def world() -> sqlite3.Connection:
-    db = open_database(generate("eval", SEED).database)
+    db = open_database(_never_canceled())
     db.row_factory = sqlite3.Row
     return db
 
