@@ -323,8 +323,11 @@ def test_a_short_real_run_writes_metrics_curve_adapter_and_summary(tmp_path: Pat
         run,
         out_dir=tmp_path / "out",
         steps=3,
-        sft_steps=10,  # a warm start that has met the format: turns that end, and some that do
-        eval_scenarios=1,  # not, give the format reward a spread (3 steps left every turn clipped)
+        # a warm start part-way to the format: turns that end, and some that do not, give the
+        # format reward a spread (3 steps left every turn clipped; on world v5's data 10 and 16
+        # steps left every turn alike, so no group had a gradient: LoRA unchanged)
+        sft_steps=6,
+        eval_scenarios=1,
         train_scenarios=8,  # enough groups that one differs in reward (a gradient to apply)
         model_cache=tmp_path / "cache",
     )
