@@ -132,10 +132,7 @@ def billed_after_cancellation(ev: Evidence) -> list[Candidate]:
                 continue
             note += f"; the proration of the plan change of {change} is owed on a closing invoice"
             closing = {"proration_end": str(summary["period_start"])}
-            found.append(
-                Candidate(label, summary["invoice_id"], note, closing, credited=credited,
-                          closing=True)
-            )  # fmt: skip
+            found.append(Candidate(label, summary["invoice_id"], note, closing, credited=credited))
     return found
 
 

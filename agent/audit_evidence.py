@@ -30,9 +30,6 @@ class Candidate:
     shown: str | None = None  # the recompute in words, where an override's value is printed
     # nowhere but in the recompute's own echo (a weekend's Friday rate date)
     credited: int = 0  # already returned by earlier credit notes: netted from the difference
-    # a closing invoice's recompute: where the proration alone charges nothing (a downgrade's
-    # credit, no invoice to go on), the whole billed total is what is owed back
-    closing: bool = False
 
     def owed(self, difference: int | None) -> int | None:
         """What a recompute's `difference` leaves owed after earlier credits; None if nothing."""

@@ -169,10 +169,7 @@ class Audit:
         result = yield from self.ask(
             "recompute_invoice", invoice_id=candidate.invoice_id, **candidate.overrides
         )
-        shown_difference = cents(result.get("difference"))
-        if candidate.closing and (cents(result.get("total")) or 0) <= 0:
-            shown_difference = cents(result.get("billed_total"))
-        difference = candidate.owed(shown_difference)
+        difference = candidate.owed(cents(result.get("difference")))
         if difference is None:
             return []
         shown = candidate.shown or ", ".join(f"{k}={v}" for k, v in candidate.overrides.items())
