@@ -22,6 +22,7 @@ from agent.policy import (
     ContextLengthExceeded,
     PolicyError,
     PolicyReply,
+    RequestRejected,
     ServerFailure,
     TransientPolicyError,
 )
@@ -31,6 +32,9 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the
 
 DEFAULT_TIMEOUT_S = 300.0
 TRANSIENT_STATUSES = frozenset({408, 409, 429, 502, 503, 504, 529})
+# the request was understood but not processed: with a well-formed request this is the
+# conversation's doing (transformers serve >= 5.25 answers a tool call it cannot parse with 400)
+REJECTED_STATUSES = frozenset({400, 422})
 # sampling keys the OpenAI SDK takes as arguments; any other registry key goes in extra_body
 OPENAI_SAMPLING_KEYS = frozenset(
     {"top_p", "seed", "presence_penalty", "frequency_penalty", "stop", "logit_bias"}
@@ -78,7 +82,10 @@ def _status(exc: Exception) -> int | None:
 
 
 def _message(exc: Exception) -> str:
-    text = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+    body = getattr(exc, "body", None)  # FastAPI servers (transformers serve) answer {"detail": …}
+    detail = body.get("detail") if isinstance(body, dict) else None
+    text = detail if isinstance(detail, str) else None
+    text = text or getattr(exc, "message", None) or str(exc) or type(exc).__name__
     return " ".join(str(text).split())[:300]
 
 
@@ -102,6 +109,8 @@ def _classify(exc: Exception, where: str) -> Exception:
         return TransientPolicyError(text, f"HTTP {status}", _retry_after(exc))
     if status is not None and status >= 500:
         return ServerFailure(status, f"{message} ({where})")
+    if status in REJECTED_STATUSES:
+        return RequestRejected(status, f"{message} ({where})")
     if status in (401, 403):
         return PolicyError(f"{where} refused the API key ({type(exc).__name__})")
     if status == 404:

@@ -7,7 +7,9 @@ rollout. Failures are sorted by who failed (eval/README.md has the rules):
   retried with backoff, never a turn. `ConnectFailed` is its refused-connection kind, which the
   rollout turns into `ServerUnreachable` once it has lasted long enough.
 - `ServerFailure`: the server failed this request (a plain HTTP 500, e.g. a tool call it could not
-  parse); retried a couple of times, then the episode ends as an error line.
+  parse); retried a couple of times, then the episode ends as an error line. `RequestRejected`
+  is its 400/422 kind (transformers serve >= 5.25 answers a tool call it cannot parse with 400,
+  5.24 with 500): the same per-episode rule.
 - `ContextLengthExceeded`: the conversation no longer fits; the episode ends, the run goes on.
 - `PolicyError`: the user's mistake (bad key, unknown model); the run stops with one line.
 """
@@ -62,6 +64,12 @@ class ServerFailure(RuntimeError):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(f"HTTP {status}: {message}")
         self.status = status
+
+
+class RequestRejected(ServerFailure):
+    """HTTP 400/422 that is not a context overflow: what this conversation provoked (a tool call
+    the server could not parse). A request the server never accepts shows as every episode
+    ending on it; the summary says so (`eval.summary`)."""
 
 
 class ContextLengthExceeded(RuntimeError):

@@ -72,6 +72,7 @@ from eval.episode_log import (  # noqa: E402
 from eval.jobs import DEFAULT_RETRY_BUDGET_S, EpisodeHook, Job, Screen, run_jobs  # noqa: E402
 from eval.summary import (  # noqa: E402
     SUMMARY_MD,
+    errors_note,
     headline,
     identical_samples_note,
     summarize,
@@ -407,9 +408,9 @@ def _print_summary(result: EvalRun) -> None:
     """The headline figures, then where the rest is (summary.md, the episodes)."""
     if result.summary is None:
         return
-    note = identical_samples_note(result.summary)
-    if note:
-        print(f"note: {note}", file=sys.stderr)
+    for note in (identical_samples_note(result.summary), errors_note(result.summary)):
+        if note:
+            print(f"note: {note}", file=sys.stderr)
     print("\n".join(headline(result.summary)))
     print(f"summary: {result.summary_md}")
     print(f"episodes: {result.run_dir / EPISODES}")

@@ -114,6 +114,26 @@ def identical_samples_note(summary: dict[str, Any]) -> str | None:
     )
 
 
+def _shared_error(lines: Sequence[EpisodeLine]) -> str | None:
+    """The status every episode ended on, when all of them are error lines with one status."""
+    heads = {(line.error or "").split(":", 1)[0] for line in lines}
+    if len(lines) < 2 or any(line.error is None for line in lines) or len(heads) != 1:
+        return None
+    return heads.pop() or None
+
+
+def errors_note(summary: dict[str, Any]) -> str | None:
+    """Every episode ended on the same server error: the model's doing, or a request the
+    server never accepts (a sampling key, a tool schema); only the user can tell which."""
+    shared = summary.get("shared_error")
+    if not shared:
+        return None
+    return (
+        f"every episode ended on {shared} (see each line's `error`): if the server rejects "
+        "every request whatever the model says, fix the request and rerun with a new --out"
+    )
+
+
 def _counts(lines: Sequence[EpisodeLine], planned: int | None) -> dict[str, Any]:
     """Planned vs recorded: every planned episode is graded, an error line, or incomplete."""
     graded = sum(1 for line in lines if line.error is None)
@@ -154,6 +174,7 @@ def summarize(
         "incomplete_scenarios": sum(1 for trials in outcomes.values() if len(trials) < k),
         **_counts(lines, planned),
         "identical_samples": _identical_samples(lines, k),
+        "shared_error": _shared_error(lines),
         "overall": pass_block(list(outcomes.values()), k, seed),
         "grounded": pass_block(list(_outcomes(lines, grounded=True).values()), k, seed),
         "heldout": pass_block(list(_outcomes(heldout).values()), k, seed),
@@ -206,12 +227,12 @@ def _planned_note(summary: dict[str, Any]) -> str:
     if summary.get("planned_episodes") is None:
         return ""
     reasons = ", ".join(f"{n} {r}" for r, n in (summary.get("end_reasons") or {}).items())
-    note = identical_samples_note(summary)
+    notes = [n for n in (identical_samples_note(summary), errors_note(summary)) if n]
     return (
         f"Recorded {summary['recorded_episodes']} of {summary['planned_episodes']} planned "
         f"episodes ({summary['graded_episodes']} graded, {summary['errors']} errors, "
         f"{summary['incomplete_episodes']} incomplete); end reasons: {reasons or '–'}. "
-        + (f"**Note: {note}.** " if note else "")
+        + "".join(f"**Note: {note}.** " for note in notes)
     )
 
 

@@ -29,7 +29,7 @@ from tests.support.transformers_server import (
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore:Pydantic serializer warnings:UserWarning"),
-    pytest.mark.timeout(240),
+    pytest.mark.timeout(900),  # the module fixture (start, two first loads) on a loaded machine
 ]
 SUBMIT = tool_call_text(
     "submit_findings",
@@ -106,7 +106,7 @@ def test_tool_calls_parsed_by_the_server_are_run_and_graded(via, server, models,
 def test_a_call_the_server_cannot_parse_is_an_error_line_after_two_retries(
     via, server, models, tmp_path, capsys
 ):
-    log_before = server.log_tail(200_000).count("500 Internal Server Error")
+    log_before = rejections(server)
     code, stderr = run_here(
         capsys, *route(via, server, models["malformed"]), "--limit", 2, "--out", tmp_path,
         "--server-error-retries", 2, "--concurrency", 1, *FAST,
@@ -116,14 +116,20 @@ def test_a_call_the_server_cannot_parse_is_an_error_line_after_two_retries(
     lines = episodes(tmp_path)
     assert len(lines) == 2
     assert all(line["end_reason"] == "server_error" and not line["success"] for line in lines)
-    assert all(
-        "500" in line["error"] and "Internal Server Error" in line["error"] for line in lines
-    )
-    answered_500 = server.log_tail(200_000).count("500 Internal Server Error") - log_before
-    assert answered_500 == 2 * 3  # each episode: one request and two retries, never resampled
+    # transformers serve <= 5.24 answers 500, 5.25 answers 400 (constraints/cpu-py311.txt pins)
+    statuses = {line["error"].split(":")[0] for line in lines}
+    assert len(statuses) == 1 and statuses <= {"HTTP 400", "HTTP 500"}, statuses
+    answered = rejections(server) - log_before
+    assert answered == 2 * 3  # each episode: one request and two retries, never resampled
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["planned_episodes"] == summary["recorded_episodes"] == 2
     assert summary["overall"]["pass1"]["estimate"] == 0.0
+
+
+def rejections(server: TransformersServer) -> int:
+    """Requests the server answered with 400 or 500 so far, from its access log."""
+    log = server.log_tail(10_000_000)
+    return log.count("500 Internal Server Error") + log.count("400 Bad Request")
 
 
 def stop_after_first_line(run_dir: Path, fault: Any) -> threading.Thread:

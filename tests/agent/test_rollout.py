@@ -12,6 +12,7 @@ from agent.api_policies import OpenAICompatiblePolicy, _classify
 from agent.policy import (
     ContextLengthExceeded,
     PolicyError,
+    RequestRejected,
     ServerUnreachable,
     TransientPolicyError,
 )
@@ -22,6 +23,7 @@ from agent.trajectory import Trajectory
 from env.generation.generator import generate
 from env.scenario import reveal_truth
 from tests.support.scripted_server import (
+    UNPARSED_400,
     ScriptedOpenAIServer,
     malformed_call_turn,
     replay_responder,
@@ -131,12 +133,13 @@ def _bad_request(message: str) -> openai.BadRequestError:
     ("message", "kind"),
     [
         ("This model's maximum context length is 32768 tokens", ContextLengthExceeded),
-        ("unsupported parameter: foo", PolicyError),
+        ("json parser could not parse region as JSON.", RequestRejected),
     ],
 )
-def test_a_context_overflow_ends_one_episode_but_other_bad_requests_stop_the_run(message, kind):
-    assert isinstance(_classify(_bad_request(message), "vllm"), kind)
-    assert not isinstance(_classify(_bad_request(message), "vllm"), TransientPolicyError)
+def test_a_400_ends_one_episode_as_a_context_overflow_or_a_rejected_request(message, kind):
+    error = _classify(_bad_request(message), "vllm")
+    assert isinstance(error, kind)
+    assert not isinstance(error, (TransientPolicyError, PolicyError))
 
 
 FAST = RetrySettings(backoff_s=0.01, backoff_max_s=0.05, unreachable_after_s=0.3)
@@ -148,17 +151,24 @@ def http_policy(server: ScriptedOpenAIServer, **kwargs) -> OpenAICompatiblePolic
     )
 
 
-def test_a_persistent_plain_500_ends_the_episode_as_a_server_error_after_two_retries():
+@pytest.mark.parametrize(
+    ("mode", "error"),
+    [("http500", "HTTP 500: Internal Server Error"), ("http400", "HTTP 400: " + UNPARSED_400)],
+)
+def test_a_call_the_server_cannot_parse_ends_the_episode_as_a_server_error_after_two_retries(
+    mode, error
+):
+    """transformers serve up to 5.24 answers a plain 500, from 5.25 a 400: the same outcome."""
     scenario = generate(*SCENARIO)
     script = [tool_call_turn("get_invoice", '{"invoice_id": ')] * 3
-    with ScriptedOpenAIServer(replay_responder(script), malformed_calls="http500") as server:
+    with ScriptedOpenAIServer(replay_responder(script), malformed_calls=mode) as server:
         result = run(http_policy(server), scenario, retry=FAST)
         asked = len(server.requests)
 
     assert asked == 3  # the request and two retries; never resampled until it parses
     assert result.stats.end_reason == "server_error"
-    assert result.error == "HTTP 500: Internal Server Error (" + server.base_url + ")"
-    assert result.stats.retry_causes[0].startswith("HTTP 500")
+    assert result.error == f"{error} ({server.base_url})"
+    assert result.stats.retry_causes[0].startswith(error.split(":")[0])
     assert not result.reward.submitted
 
 

@@ -266,11 +266,13 @@ def test_malformed_calls_returned_as_text_are_graded_and_identical_samples_are_f
 
 
 @pytest.mark.filterwarnings("ignore:Pydantic serializer warnings:UserWarning")
-def test_a_server_that_answers_malformed_calls_with_500_records_error_lines_over_litellm(
-    tmp_path, capsys, monkeypatch
+@pytest.mark.parametrize(("mode", "status"), [("http500", "500"), ("http400", "400")])
+def test_a_server_that_rejects_malformed_calls_records_error_lines_over_litellm(
+    mode, status, tmp_path, capsys, monkeypatch
 ):
+    """transformers serve answers an unparseable call with 500 (<= 5.24) or 400 (5.25)."""
     monkeypatch.setenv("OPENAI_API_KEY", "sk-scripted")
-    with ScriptedOpenAIServer(replay_by_complaint, malformed_calls="http500") as server:
+    with ScriptedOpenAIServer(replay_by_complaint, malformed_calls=mode) as server:
         server.fail_next(2, 503)
         code, stderr = run_here(
             capsys, "--model", "litellm:openai/scripted", "--base-url", server.base_url,
@@ -283,7 +285,7 @@ def test_a_server_that_answers_malformed_calls_with_500_records_error_lines_over
     errors = [line for line in lines if line["error"]]
     assert len(lines) == LIMIT and len(errors) == len(range(0, LIMIT, 2))
     assert all(line["end_reason"] == "server_error" for line in errors)
-    assert all("500" in e["error"] and "Internal Server Error" in e["error"] for e in errors)
+    assert all(e["error"].startswith(f"HTTP {status}: ") for e in errors)
     assert "HTTP 503" in lines[0]["retry_causes"] and "retrying eval-" in stderr
     assert all(line["transcript"] is None and line["reply_digest"] for line in lines)
     result = summary(tmp_path)

@@ -7,7 +7,8 @@ body into one assistant turn (helpers in `tests.support.scripted_turns`). Infras
 can be scripted too: any HTTP status (`fail_next`), a hang (`hang`), a crash mid-run
 (`die_after`), a context limit (`max_model_len`), and the two ways real servers treat a tool
 call they cannot parse (`malformed_calls`: vLLM returns it as text, `transformers serve`
-answers a plain HTTP 500). `streaming=True` answers `stream: true` requests as server-sent events
+answers a plain HTTP 500 up to 5.24 and, from 5.25, an HTTP 400 with FastAPI's `detail` body).
+`streaming=True` answers `stream: true` requests as server-sent events
 (`tests.support.scripted_stream`); by default they are refused. Test support only.
 Use: `with ScriptedOpenAIServer(replay_responder([...])) as server: ... server.base_url`.
 """
@@ -45,9 +46,11 @@ from tests.support.scripted_turns import (
 ReplyTokenizer = Callable[[dict[str, Any]], list[str]]
 """Gets the validated reply as a dict and returns the logprob token strings for it."""
 
-MalformedCalls = Literal["pass", "text", "http500"]
+MalformedCalls = Literal["pass", "text", "http500", "http400"]
 LOGPROB = -0.1
 PLAIN_500 = "Internal Server Error"  # what uvicorn sends for an unhandled exception
+# what transformers serve 5.25 says (as FastAPI's {"detail": ...}) for a tool call it cannot parse
+UNPARSED_400 = "json parser could not parse region as JSON."
 
 
 class ScriptedToolCall(BaseModel):
@@ -73,16 +76,24 @@ class ScriptedReply(BaseModel):
 
 
 class _HTTPError(Exception):
-    """Ends a request with an OpenAI-style error body (or uvicorn's plain text one)."""
+    """Ends a request with an OpenAI-style error body (uvicorn's plain text one: `plain`;
+    FastAPI's `{"detail": message}`: `detail`)."""
 
     def __init__(
-        self, status: int, message: str, code: str | None = None, *, plain: bool = False
+        self,
+        status: int,
+        message: str,
+        code: str | None = None,
+        *,
+        plain: bool = False,
+        detail: bool = False,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.code = code
         self.plain = plain
+        self.detail = detail
 
 
 class _Drop(Exception):
@@ -251,6 +262,8 @@ class ScriptedOpenAIServer:
             return reply
         if self.malformed_calls == "http500":
             raise _HTTPError(500, PLAIN_500, plain=True)
+        if self.malformed_calls == "http400":
+            raise _HTTPError(400, UNPARSED_400, detail=True)
         raw = "\n".join(call_as_text(call.name, call.arguments) for call in reply.tool_calls)
         return ScriptedReply(content=((reply.content or "") + raw), finish_reason="stop")
 
@@ -463,6 +476,9 @@ class _Handler(BaseHTTPRequestHandler):
         if error.plain:
             self._send_bytes(error.status, error.message.encode(), "text/plain", headers)
             return
+        if error.detail:
+            self._send(error.status, {"detail": error.message}, headers)
+            return
         self._send(error.status, _error_body(error.status, error.message, error.code), headers)
 
     def _send(
@@ -488,6 +504,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 __all__ = [
     "PLAIN_500",
+    "UNPARSED_400",
     "ReplyTokenizer",
     "Responder",
     "ScriptExhausted",

@@ -70,7 +70,8 @@ class ReferenceOrQuit:
 
 
 class FailOnceServer(ScriptedOpenAIServer):
-    """Answers the first turn of one scenario's first episode with a 400 (a failed rollout)."""
+    """Answers the first turn of one scenario's first episode with a 403 (a failed rollout: a
+    refusal is not retried; a 400 would be, as a request the conversation provoked)."""
 
     def __init__(self, responder: ReferenceOrQuit, fail_scenario: str) -> None:
         super().__init__(responder)
@@ -85,8 +86,8 @@ class FailOnceServer(ScriptedOpenAIServer):
             with self._fail_lock:
                 fail, self.failed = self.failed == 0, 1
             if fail:
-                error = {"message": "scripted bad request", "type": "invalid_request_error"}
-                return 400, {"error": error}
+                error = {"message": "scripted refusal", "type": "permission_error"}
+                return 403, {"error": error}
         return super().handle_chat(body)
 
 
