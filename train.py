@@ -1,6 +1,6 @@
 """Train a LedgerGym agent: one named run from runs/, GRPO + LoRA with ART (GPU) or TRL (CPU).
 
-    python train.py --run binary-01 --check      # the resolved plan and budget, on any machine
+    python train.py --run binary-01 --check      # the plan, its cost and budget, on any machine
     python train.py --run binary-01              # train; rerun the same command to resume
     python train.py --run binary-01 --export exports/binary-01 [--step 120]
     python train.py --run cpu-smoke              # the TRL path: a real run on a laptop CPU
@@ -42,6 +42,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--check", action="store_true", help="print the plan and budget; exit")
     parser.add_argument("--export", type=Path, metavar="DIR", help="copy a checkpoint's adapter")
     parser.add_argument("--step", type=int, help="with --export: this checkpoint, not the latest")
+    # what --check prices the run at
+    parser.add_argument(
+        "--usd-per-hour", type=float, default=4.3, help="with --check: the GPU's price (4.3)"
+    )
+    parser.add_argument(
+        "--budget-usd", type=float, default=300.0, help="with --check: warn past this (300)"
+    )
     # how far, and on what terms
     parser.add_argument("--max-steps", type=int, help="stop at this GRPO step (below the run's)")
     parser.add_argument(
@@ -54,6 +61,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         parser.error("--step goes with --export")
     if args.max_steps is not None and args.max_steps < 1:
         parser.error("--max-steps must be at least 1")
+    if not (args.usd_per_hour >= 0 and args.budget_usd >= 0):
+        parser.error("--usd-per-hour and --budget-usd must be non-negative numbers")
     return args
 
 
@@ -89,7 +98,7 @@ def recipe(argv: Sequence[str] | None) -> int:
     if args.check:
         from training.art.plan import render_plan
 
-        print(render_plan(run, data))
+        print(render_plan(run, data, usd_per_hour=args.usd_per_hour, budget_usd=args.budget_usd))
         return 0
 
     # 6. This machine: packages, GPU, API keys, before anything heavy is imported.

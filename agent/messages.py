@@ -13,6 +13,8 @@ from typing import Any
 
 from openai.types.chat.chat_completion import Choice
 
+from env.tools import TOOL_NAMES
+
 
 def assistant_message(choice: Choice) -> dict[str, Any]:
     message = choice.message
@@ -133,3 +135,32 @@ def reply_digest(messages: Sequence[dict[str, Any]]) -> str:
         if m.get("role") == "assistant"
     ]
     return hashlib.sha256(json.dumps(said, ensure_ascii=False).encode()).hexdigest()[:16]
+
+
+def malformed_turns(messages: list[dict[str, Any]]) -> tuple[int, int]:
+    """(assistant turns that are not well-formed calls to the nine tools, assistant turns).
+
+    A well-formed turn calls at least one tool, every call names one of the nine tools and its
+    arguments parse to a JSON object; a text-only reply (the episode's end without a
+    submission) and a call the server returned unparsed both count. Training's format-error
+    rate: what a warm start must bring down before GRPO's groups can differ in outcome.
+    """
+    turns = [m for m in messages if m.get("role") == "assistant"]
+    return sum(not _well_formed(turn) for turn in turns), len(turns)
+
+
+def _well_formed(turn: dict[str, Any]) -> bool:
+    calls = turn.get("tool_calls") or []
+    if not calls:
+        return False
+    for call in calls:
+        function = call.get("function") or {}
+        if function.get("name") not in TOOL_NAMES:
+            return False
+        try:
+            arguments = json.loads(function.get("arguments") or "")
+        except (TypeError, ValueError):
+            return False
+        if not isinstance(arguments, dict):
+            return False
+    return True

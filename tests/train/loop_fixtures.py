@@ -20,13 +20,15 @@ from tests.support.scripted_server import ScriptedOpenAIServer, text_turn, tool_
 from tests.train.backend_double import FakeBackendForTests
 from training.art.validation import validation_scenarios
 from training.data_order import DataPlan, plan_data
+from training.probe import probe_seeds
 from training.runs import RunConfig
 
 QUIT_REPLY = "I cannot tell from here."
 
 
 def small_run(path: Path, **sections: dict[str, Any]) -> RunConfig:
-    """3 GRPO steps of 3 groups x 2 rollouts, validation every 2 steps on 2 val scenarios."""
+    """3 GRPO steps of 3 groups x 2 rollouts (no oversampling), validation every 2 steps on 2
+    val scenarios, no probe: the tests of those turn them on."""
     data: dict[str, Any] = {
         "name": "loop-test",
         "trainer": "art",
@@ -34,7 +36,14 @@ def small_run(path: Path, **sections: dict[str, Any]) -> RunConfig:
         "seed": 7,
         "reward": {"variant": "shaped"},
         "data": {"split": "train", "limit": 30, "curriculum": ["L1", "L2", "L3"]},
-        "grpo": {"group_size": 2, "groups_per_step": 3, "max_steps": 3, "wall_clock_hours": 1.0},
+        "grpo": {
+            "group_size": 2,
+            "groups_per_step": 3,
+            "oversample": 1.0,
+            "max_steps": 3,
+            "wall_clock_hours": 1.0,
+        },
+        "probe": {"enabled": False},
         "validation": {"every_steps": 2, "split": "val", "limit": 2},
         "backend": {"kind": "local", "path": str(path), "project": "tests"},
     }
@@ -44,11 +53,14 @@ def small_run(path: Path, **sections: dict[str, Any]) -> RunConfig:
 
 
 class ReferenceOrQuit:
-    """Responder: the scenario's reference call for this turn, or (varied, every 2nd) a quit."""
+    """Responder: the scenario's reference call for this turn; in a "varied" scenario every 2nd
+    episode quits at its first turn (an outcome spread); in a "padded" one every 2nd episode
+    first makes one extra, harmless call (the same outcome, one more tool call)."""
 
     def __init__(self, scenarios: Iterable[Scenario], varied: set[str]) -> None:
         self.by_complaint = {scenario.complaint: scenario for scenario in scenarios}
         self.varied = varied
+        self.padded: set[str] = set()
         self.episodes: Counter[str] = Counter()
         self._lock = threading.Lock()
 
@@ -58,15 +70,27 @@ class ReferenceOrQuit:
 
     def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
         scenario = self.scenario_of(body)
-        turn = sum(1 for m in body["messages"] if m["role"] == "assistant")
-        if turn == 0:
+        turns = [m for m in body["messages"] if m["role"] == "assistant"]
+        if not turns:
             with self._lock:
                 self.episodes[scenario.scenario_id] += 1
                 count = self.episodes[scenario.scenario_id]
-            if scenario.scenario_id in self.varied and count % 2 == 0:
+            if count % 2 == 0 and scenario.scenario_id in self.varied:
                 return text_turn(QUIT_REPLY)
-        call = reveal_truth(scenario).reference[turn]
+            if count % 2 == 0 and scenario.scenario_id in self.padded:
+                return tool_call_turn(*PADDING_CALL)
+        padded = bool(turns) and _is_padding(turns[0])
+        call = reveal_truth(scenario).reference[len(turns) - padded]
         return tool_call_turn(call.name, call.arguments)
+
+
+# an extra read the reference never makes: an error result, so no number it prints is cited
+PADDING_CALL = ("get_tax_rate", {"jurisdiction": "XX-PADDING", "date": "2000-01-01"})
+
+
+def _is_padding(turn: dict[str, Any]) -> bool:
+    calls = turn.get("tool_calls") or []
+    return bool(calls) and "XX-PADDING" in calls[0]["function"]["arguments"]
 
 
 class FailOnceServer(ScriptedOpenAIServer):
@@ -92,7 +116,10 @@ class FailOnceServer(ScriptedOpenAIServer):
 
 
 def known_scenarios(run: RunConfig, data: DataPlan, steps: int) -> list[Scenario]:
+    """Every scenario the loop will ask about: the steps', the probe's and validation's."""
     train = {seed for step in range(steps) for seed in data.batch(step)}
+    if run.probe.enabled:
+        train |= set(probe_seeds(data, run.probe.scenarios, data.split))
     return [generate(run.data.split, seed) for seed in sorted(train)] + validation_scenarios(run)
 
 
@@ -104,7 +131,7 @@ def varied_scenarios(run: RunConfig, data: DataPlan, steps: int) -> set[str]:
 def scripted_model(run: RunConfig, steps: int) -> tuple[DataPlan, ReferenceOrQuit]:
     data = plan_data(run)
     for step in range(steps):
-        assert len(set(data.batch(step))) == run.grpo.groups_per_step  # distinct scenarios
+        assert len(set(data.batch(step))) == data.scenarios_per_step  # distinct scenarios
     responder = ReferenceOrQuit(
         known_scenarios(run, data, steps), varied_scenarios(run, data, steps)
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ import pytest
 from env.generation.splits import split_assignment
 from env.scenario import reveal_truth
 from training.data_order import (
+    TRAIN_LABELS,
     DataPlanError,
     cold_start_seeds,
     curriculum_seeds,
@@ -26,7 +28,7 @@ def make_run(**sections: dict[str, Any]) -> RunConfig:
         "name": "order-test",
         "seed": 1,
         "data": {"split": "train", "limit": 60},
-        "grpo": {"group_size": 2, "groups_per_step": 4, "max_steps": 9},
+        "grpo": {"group_size": 2, "groups_per_step": 4, "oversample": 1.0, "max_steps": 9},
     }
     for name, values in sections.items():
         data[name] = {**data.get(name, {}), **values}
@@ -134,12 +136,26 @@ def test_a_filter_that_leaves_nothing_is_refused(tmp_path):
         plan_data(make_run(data={"limit": 4, "filter": path}))
 
 
-def test_cold_start_scenarios_come_right_after_the_grpo_pool():
+def test_unbalanced_cold_start_scenarios_come_right_after_the_grpo_pool():
     run = make_run()
     pool = {seed for phase in plan_data(run).phases for seed in phase.seeds}
-    demos = cold_start_seeds(run, 5)
+    demos = cold_start_seeds(run, 5, balanced=False)
     assert len(demos) == 5 and not pool & set(demos)
     assert demos == curriculum_seeds("train", ["L1", "L2", "L3"], 65)[60:]
+
+
+def test_balanced_cold_start_scenarios_give_every_root_cause_and_level_an_equal_share():
+    run = make_run()
+    pool = {seed for phase in plan_data(run).phases for seed in phase.seeds}
+    demos = cold_start_seeds(run, 2 * 36 + 5)
+    cells = Counter(
+        (split_assignment("train", s).label, split_assignment("train", s).difficulty)
+        for s in demos
+    )
+    assert len(set(demos)) == len(demos) and not pool & set(demos) and min(demos) > max(pool)
+    assert len(cells) == 36 and set(cells.values()) == {2, 3}  # 12 causes x 3 levels
+    assert {label for label, _ in cells} == {*TRAIN_LABELS} and "no_error" in TRAIN_LABELS
+    assert demos[:36] == cold_start_seeds(run, 36)  # any prefix is itself balanced
 
 
 def test_with_twins_each_faulted_scenario_of_a_step_brings_its_twin() -> None:

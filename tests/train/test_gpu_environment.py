@@ -15,8 +15,9 @@ import pytest
 from tests.train.adapter_fixtures import write_lora_adapter
 from training.art import run_state
 from training.art.backends import gdn_kernel_path, internal_config, keep_wandb_off, wandb_line
+from training.art.budget import ASSUMED
 from training.art.export import ExportError, export_checkpoint, model_card
-from training.art.plan import estimate, render_plan
+from training.art.plan import estimate, level_sizes, render_plan
 from training.art.run_state import RunChanged
 from training.data_order import plan_data
 from training.runs import VLLM_MAX_LORA_RANKS, RunConfig, load_run_config, vllm_max_lora_rank
@@ -111,25 +112,29 @@ def smoke_figures(run: RunConfig, **changes: object) -> dict[str, object]:
     return {**record, **changes}
 
 
-def test_the_budget_uses_the_gpu_smokes_step_time_until_steps_are_logged(tmp_path, monkeypatch):
+def test_the_budget_uses_the_gpu_smokes_rates_until_steps_are_logged(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     run = load_run_config("binary-01")
     data = plan_data(run)
+    sizes = level_sizes(run, data)
     smoke = run_state.smoke_dir(run)
     run_state.write_smoke_record(smoke, smoke_figures(run))
-    budget = estimate(run, data)
-    assert budget.smoke is not None and budget.step_seconds == 64 * (40.0 + 20.0) / 2
-    assert "GPU smoke of 2026-06-01T10:00:00+00:00: 40 s for 2 rollouts" in render_plan(run, data)
+    budget = estimate(run, data, sizes)
+    assert budget.rates.seconds_per_turn == 40.0 / 6  # a group's wave of at most 6 turns
+    assert budget.rates.train_tokens_per_second == ASSUMED.train_tokens_per_second
+    plan = render_plan(run, data, sizes=sizes)
+    assert "GPU smoke of 2026-06-01T10:00:00+00:00: 6.7 s per turn" in plan
+    assert "2x slower" not in plan  # measured rates are not priced pessimistically
     for stale in ({"base_model": "Qwen/Qwen3.5-27B"}, {"load_in_4bit": True}, {"train_s": None}):
         run_state.write_smoke_record(smoke, smoke_figures(run, **stale))
-        assert estimate(run, data).smoke is None
+        assert estimate(run, data, sizes).rates == ASSUMED
     run_state.write_smoke_record(smoke, smoke_figures(run))
     directory = run_state.model_dir(run)
     directory.mkdir(parents=True)
     row = {"step": 1, run_state.STEP_SECONDS_KEY: 150.0}
     (directory / run_state.HISTORY_FILE).write_text(json.dumps(row) + "\n")
-    measured = estimate(run, data)
-    assert (measured.step_seconds, measured.smoke) == (150.0, None)
+    measured = estimate(run, data, sizes)
+    assert measured.measured_step_s == 150.0 and measured.rates == ASSUMED
 
 
 @pytest.mark.parametrize("rank", [8, 16, 24, 48, 100, 320, 500])
@@ -153,23 +158,38 @@ def test_an_export_refuses_a_cut_adapter_and_names_the_problem(tmp_path, monkeyp
         export_checkpoint(run, tmp_path / "cut")
 
 
-def test_the_budget_takes_the_long_row_phase_when_the_smoke_ran_it(tmp_path, monkeypatch):
+def test_the_budget_takes_the_long_row_and_concurrency_phases_when_the_smoke_ran_them(
+    tmp_path, monkeypatch
+):
     monkeypatch.chdir(tmp_path)
     run = load_run_config("binary-01")
     data = plan_data(run)
     long = {"long_row_train_s": 30.0, "concurrent_rollout_s": 128.0, "concurrent_rollouts": 64}
     run_state.write_smoke_record(run_state.smoke_dir(run), smoke_figures(run, **long))
-    budget = estimate(run, data)
-    assert budget.step_seconds == 64 * (30.0 / 2 + 128.0 / 64)  # not the short rows' 30 s
-    assert "to train 2 rows at 90% of max_seq_length" in render_plan(run, data)
+    budget = estimate(run, data, level_sizes(run, data))
+    assert budget.rates.seconds_per_turn == 128.0 / 6
+    assert budget.rates.train_tokens_per_second == 2 * 0.9 * 32768 / 30.0
+    assert "trained tokens/s from its long-row phase" in budget.rates.source
 
 
-def test_check_says_what_memory_the_longest_row_needs():
-    from training.art.memory import memory_line, needed_gib
+def test_check_says_what_memory_the_longest_row_needs_with_and_without_the_entropy_patch():
+    from training.art.memory import ART_HEAD_ROWS, memory_line, needed_gib
 
-    low, high = needed_gib(32768)
-    assert (round(low), round(high)) == (75, 85)  # the third review's 75-85 GiB
-    assert memory_line(32768, 80.0).startswith("warning: this GPU has 80 GiB")
-    assert memory_line(32768, 40.0).startswith("WARNING: this GPU has 40 GiB")
-    assert memory_line(16384, 141.0).endswith("this GPU has 141 GiB")
+    low, high = needed_gib(32768, ART_HEAD_ROWS)
+    assert (round(low), round(high)) == (75, 85)  # the third review's 75-85 GiB, ART as shipped
+    assert memory_line(32768, 80.0, ART_HEAD_ROWS).startswith("warning: this GPU has 80 GiB")
+    assert memory_line(32768, 40.0, ART_HEAD_ROWS).startswith("WARNING: this GPU has 40 GiB")
+    low, high = needed_gib(32768)  # one row per token: fits an 80 GB H100
+    assert (round(low), round(high)) == (29, 39)
+    assert memory_line(32768, 80.0).endswith("this GPU has 80 GiB")
+    assert "entropy under no_grad" in memory_line(32768, None)
+    assert memory_line(32768, 24.0).startswith("WARNING: this GPU has 24 GiB")
     assert memory_line(32768, None).endswith("no GPU seen here")
+
+
+def test_setting_ledgergym_art_entropy_to_art_makes_check_count_arts_four_rows(monkeypatch):
+    from training.art.memory import memory_line
+
+    monkeypatch.setenv("LEDGERGYM_ART_ENTROPY", "art")
+    assert memory_line(32768, 80.0).startswith("warning: this GPU has 80 GiB")
+    assert "ART's head as shipped" in memory_line(32768, None)

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from tests.train.adapter_fixtures import write_lora_adapter
+from training.art.budget import ASSUMED
 from training.art.export import export_checkpoint, model_card
-from training.art.plan import ASSUMED_SECONDS_PER_ROLLOUT, estimate
+from training.art.plan import estimate, level_sizes
 from training.art.run_state import STEP_SECONDS_KEY, model_dir
 from training.data_order import plan_data
 from training.runs import load_run_config
@@ -50,12 +51,25 @@ def test_check_prints_the_plan_and_budget_of_binary_01_without_a_gpu(tmp_path):
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "Qwen/Qwen3.5-4B" in out
-    assert "300 x 8 groups x 8 rollouts = 64 rollouts/step" in out
-    assert "curriculum  L1: GRPO steps 1-100" in out
-    assert "at GRPO steps 0, 50, ..., 300 (7 passes)" in out
-    assert "19,200 train + 700 validation rollouts" in out
+    assert "cold start  teacher auditor (tools only) on 600 train scenarios" in out
+    assert "balanced by root cause and level" in out and "SFT 2 epoch(s) at lr 0.0001" in out
+    assert "probe       96 stratified train scenarios x k=8 = 768 rollouts" in out
+    assert "each step gathers 12 groups x 8 = 96 rollouts and trains the first 8" in out
+    assert "curriculum  L1: GRPO steps 1-50" in out and "curriculum  L3: GRPO steps 101-150" in out
+    assert "at GRPO steps 0, 25, ..., 150 (7 passes)" in out
     assert "ASSUMED" in out and "GPU hours" in out
+    assert "within the $300 budget" in out and "at $4.3/h" in out
+    assert "the L3 phase (GRPO steps 101-150)" in out and ": inside it" in out
     assert "no checkpoints yet" in out
+
+
+def test_check_warns_when_the_price_passes_the_budget(tmp_path):
+    done = train_py(
+        "--run", "binary-01", "--check", "--usd-per-hour", "40", "--budget-usd", "100",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "WARNING: over the $100 budget (--budget-usd)" in done.stdout
 
 
 def test_check_imports_neither_torch_nor_art():
@@ -151,13 +165,14 @@ def test_the_budget_uses_the_measured_step_time_once_the_run_has_one(tmp_path, m
     monkeypatch.chdir(tmp_path)
     run = load_run_config("binary-01")
     data = plan_data(run)
-    assumed = estimate(run, data)
-    assert assumed.step_seconds == 64 * ASSUMED_SECONDS_PER_ROLLOUT
-    assert assumed.step_seconds_measured == 0
+    sizes = level_sizes(run, data)
+    assumed = estimate(run, data, sizes)
+    assert assumed.rates == ASSUMED and assumed.measured_step_s is None
     fake_checkpoint(tmp_path, "binary-01", 2)
     assert model_dir(run).is_dir()
-    measured = estimate(run, data)
-    assert (measured.step_seconds, measured.step_seconds_measured) == (150.0, 1)
+    measured = estimate(run, data, sizes)
+    assert measured.measured_step_s == 150.0
+    assert measured.grpo_s == 150 * 150.0
 
 
 def test_the_model_card_serves_with_what_the_saved_template_decides(tmp_path):

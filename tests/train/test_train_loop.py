@@ -91,18 +91,19 @@ def test_per_episode_token_totals_survive_arts_gather(three_steps):
         assert row["train/episode_prompt_tokens"] > row["train/episode_completion_tokens"]
 
 
-def test_groups_with_equal_rewards_are_dropped_and_their_share_logged(three_steps):
+def test_groups_whose_outcomes_tie_are_dropped_before_training_and_counted(three_steps):
     run, _, summary, backend, _, lines = three_steps
     for report in summary.steps:  # one varied group per batch, two all-reference groups
         assert (report.groups, report.zero_variance_groups, report.trained_groups) == (3, 2, 1)
     assert [len(call.groups) for call in backend.train_calls] == [1, 1, 1]
     rows = train_rows(run)
     assert sorted(rows) == [1, 2, 3]
-    assert rows[1]["data/prep_zero_variance_share"] == pytest.approx(2 / 3)
-    assert rows[1]["data/prep_groups_in"] == 3.0
+    assert rows[1]["data/groups_gathered"] == 3.0 and rows[1]["data/groups_kept"] == 1.0
+    assert rows[1]["data/groups_dropped_tied"] == 2.0 and rows[1]["data/groups_short"] == 2.0
+    assert rows[1]["data/prep_groups_in"] == 1.0  # only the kept group reaches the repairs
     # tool-call diversity (training.tool_sequences): the varied group 2/2, the others 1/2 each
     assert rows[1]["data/tool_sequence_diversity"] == pytest.approx(2 / 3)
-    assert any("equal-reward groups 2/3 (67%) dropped" in line for line in lines)
+    assert any("dropped 2 outcome-tied + 0 surplus" in line for line in lines)
 
 
 def test_the_original_groups_are_logged_and_the_repaired_copies_trained(three_steps):
@@ -187,7 +188,7 @@ def test_a_step_with_no_varied_group_moves_the_checkpoint_on_without_groups(tmp_
     assert summary.steps[0].trained_groups == 0
     assert [call.groups for call in backend.train_calls] == [[]]
     row = train_rows(run)[1]
-    assert row["data/prep_zero_variance_share"] == 1.0
+    assert row["data/groups_dropped_tied"] == 3.0 and row["data/groups_kept"] == 0.0
     assert row["data/step_num_gradient_steps"] == 0.0
 
 
@@ -248,13 +249,14 @@ def test_a_changed_config_is_refused_on_resume_unless_forced(tmp_path):
 
 
 def test_the_cold_start_runs_sft_once_and_grpo_counts_from_its_checkpoint(tmp_path):
-    cold = {"teacher": "reference", "scenarios": 2, "samples": 1}
+    cold = {"teacher": "auditor", "scenarios": 2, "samples": 1, "shared": False}
     run = small_run(tmp_path / "art", grpo={"max_steps": 2}, cold_start=cold)
     data, responder = scripted_model(run, steps=2)
     with ScriptedOpenAIServer(responder) as server:
         first, backend = run_loop(run, data, server, max_steps=1)
         second, resumed = run_loop(run, data, server)
-    assert [len(call.trajectories) for call in backend.sft_calls] == [2]
+    assert [len(call.trajectories) for call in backend.sft_calls] == [2 * 2]  # 2 epochs
+    assert backend.sft_calls[0].config.learning_rate == 1e-4  # the recipe's LoRA SFT rate
     assert resumed.sft_calls == []
     assert [report.step for report in first.steps] == [2]  # checkpoint 1 is the SFT
     assert [report.step for report in second.steps] == [3]

@@ -196,6 +196,9 @@ def internal_config(
             "max_model_len": run.grpo.max_seq_length,
             "max_lora_rank": vllm_max_lora_rank(lora.rank),
         }
+        # one AdamW step per trajectory, each clipped at this global norm (ART's default 0.1);
+        # get_model_config updates its TrainerArgs with ours, the rest stays ART's
+        config["trainer_args"] = {"max_grad_norm": run.grpo.max_grad_norm}
     kwargs = template_kwargs(run.base_model, chat_template)
     if kwargs is not None:  # inference and training must render the same tokens
         config["chat_template_kwargs"] = kwargs

@@ -1,10 +1,14 @@
 """Cold start by rejection sampling: a teacher's successful investigations, then SFT, then GRPO.
 
-A base model that never completes an investigation gives GRPO groups of equal rewards and no
-gradient. `[cold_start]` runs the teacher (`reference`, or any alias agent/registry.py knows)
-on train scenarios just after the GRPO pool, keeps only episodes the eval grader passes, and
-fine-tunes on them with `model.train_sft` (one ART checkpoint). `ledgergym_sft.json` records
-the phase, so a resumed run skips it and counts GRPO steps from the SFT checkpoint.
+A base model that rarely completes an investigation gives GRPO groups of equal rewards and no
+gradient (reward lab: binary RL alone 5% -> 5%; from the auditor's cold start 72% -> 95%), so
+every GRPO run starts here. `[cold_start]` runs the teacher (`auditor`, a scripted analyst that
+sees only tool outputs, or an API model alias; never one that reads the answer) on train
+scenarios after the GRPO pool, balanced by root cause and level, keeps the episodes the eval
+grader passes, and fine-tunes on them with `model.train_sft` (one ART checkpoint for all
+epochs). `ledgergym_sft.json` records the phase, so a resumed run skips it; runs with the same
+cold start share one SFT checkpoint (training.art.shared_cold_start). The validation at GRPO
+step 0 then measures the warm start (val pass^1 and the format-error rate).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from env.generation.generator import generate
 from eval.grader import EpisodeGrade
 from eval.jobs import Job
 from eval.run import evaluate
+from training.art import shared_cold_start
 from training.art.run_state import SftState, read_sft_state, write_sft_state
 from training.art.trajectories import to_art_trajectory
 from training.data_order import cold_start_seeds
@@ -50,7 +55,9 @@ async def ensure_cold_start(
     if state is not None and state.done:
         return state.grpo_start_step or 0
     if state is not None and step > state.start_step:  # killed after SFT saved its checkpoint
-        write_sft_state(directory, replace(state, grpo_start_step=step))
+        done = replace(state, grpo_start_step=step)
+        write_sft_state(directory, done)
+        _publish(run, directory, step, done, say)
         return step
     if state is None and step > 0:
         say(f"cold start skipped: {directory} already has checkpoint {step} without one")
@@ -61,9 +68,29 @@ async def ensure_cold_start(
     trajectories = await teacher_trajectories(run, section, directory, say)
     await model.train_sft(_epochs(trajectories, section.epochs, run.seed), _sft_config(section))
     after = await model.get_step()
-    write_sft_state(directory, SftState(step, after, len(trajectories), section.teacher))
-    say(f"cold start: SFT on {len(trajectories)} teacher trajectories -> checkpoint {after}")
+    done = SftState(step, after, len(trajectories), section.teacher)
+    write_sft_state(directory, done)
+    say(
+        f"cold start: SFT on {len(trajectories)} teacher trajectories x {section.epochs} epochs "
+        f"at lr {section.learning_rate:g} -> checkpoint {after}"
+    )
+    _publish(run, directory, after, done, say)
     return after
+
+
+def _publish(
+    run: RunConfig, directory: Path, step: int, state: SftState, say: Callable[[str], None]
+) -> None:
+    """Shares the SFT checkpoint with runs of the same cold start; never stops this run."""
+    try:
+        published = shared_cold_start.publish(run, directory, step, state)
+    except OSError as exc:
+        say(f"warning: the cold start was not shared ({exc.strerror or exc}); this run goes on")
+        return
+    if published is not None:
+        key = shared_cold_start.cold_start_key(run)
+        write_sft_state(directory, replace(state, shared_key=key))
+        say(f"cold start shared as {published} (runs with the same cold start start from it)")
 
 
 def check_teacher(run: RunConfig, directory: Path) -> None:
@@ -85,7 +112,8 @@ async def teacher_trajectories(
     target = resolve_model(section.teacher)
     teacher = build_policy(target)
     check_reachable(target)
-    scenarios = [generate(run.data.split, s) for s in cold_start_seeds(run, section.scenarios)]
+    seeds = cold_start_seeds(run, section.scenarios, balanced=section.balanced)
+    scenarios = [generate(run.data.split, seed) for seed in seeds]
     config = RolloutConfig(
         tool_budget=run.rollout.tool_budget, max_turns=run.rollout.max_turns, reward=run.reward
     )
@@ -124,6 +152,7 @@ def _teacher_config(run: RunConfig, section: ColdStartSection, teacher: str) -> 
         "split": run.data.split,
         "k": section.samples,
         "limit": section.scenarios,
+        "balanced": section.balanced,
         "tool_contract": tool_contract_hash(),
         "generator": generator_hash(),
     }

@@ -20,8 +20,7 @@ from art.trajectories import History
 from art.types import MessageOrChoice, MessagesAndChoices
 from openai.types.chat.chat_completion import Choice
 
-REWARD_SPREAD_TOLERANCE = 1e-9
-"""Rewards closer than this count as equal: such a group has no advantage to train on."""
+from training.art.informative import has_outcome_spread
 
 HistoryFix = Callable[[MessagesAndChoices], MessagesAndChoices]
 
@@ -112,10 +111,12 @@ def sanitise_tool_call_arguments(trajectory: art.Trajectory) -> SanitisedTraject
 def prepare_groups_for_training(
     groups: list[art.TrajectoryGroup],
 ) -> tuple[list[art.TrajectoryGroup], PrepStats]:
-    """Both fixes on copies, then drop groups left empty or with equal rewards, with counts.
+    """Both fixes on copies, then drop groups left empty or whose outcomes tie, with counts.
 
-    Equal-reward groups carry no advantage; ART would tokenise and skip them anyway, but a
-    step made only of them still advances the checkpoint counter. An empty result means the
+    A group whose outcomes (rewards without the tool term, training.art.informative) are all
+    equal carries no advantage worth a per-trajectory step (with λ = 0: equal rewards, which
+    ART would tokenise and skip anyway); a step made only of them still advances the
+    checkpoint counter. An empty result means the
     caller decides whether to skip the step. Dropping one trajectory moves its group's mean
     reward: the remaining members are still compared with each other, which GRPO tolerates.
     """
@@ -132,7 +133,7 @@ def prepare_groups_for_training(
             survivors.append(result.trajectory)
         if not survivors:
             empty += 1
-        elif _reward_spread(survivors) <= REWARD_SPREAD_TOLERANCE:
+        elif not has_outcome_spread(survivors):
             zero_variance += 1
         else:
             intermediate += sum(_count_intermediate_tool_calls(t) for t in survivors)
@@ -259,13 +260,6 @@ def _map_histories(trajectory: art.Trajectory, fix: HistoryFix) -> art.Trajector
             "logs": list(trajectory.logs),
         }
     )
-
-
-def _reward_spread(trajectories: list[art.Trajectory]) -> float:
-    if len(trajectories) < 2:
-        return 0.0
-    rewards = [trajectory.reward for trajectory in trajectories]
-    return max(rewards) - min(rewards)
 
 
 def _group_like(

@@ -49,8 +49,11 @@ from training.art.gpu_smoke_checks import (
     turn_prompts,
 )
 from training.art.gpu_smoke_phases import (
+    GRAD_NORM_RECORDS,
     PHASE_NAMES,
+    grad_norm_note,
     installed_versions,
+    keep_grad_norm,
     phase_deadline,
     skipped_on_rerun,
 )
@@ -121,6 +124,10 @@ def run_smoke(run: RunConfig, *, timeout_s: float) -> SmokeReport:
         report.measured["peak_gpu_mib"] = memory.peak_mib
     else:
         report.figures["peak GPU memory"] = f"not measured ({memory.error})"
+    norms = [report.measured[key] for key in GRAD_NORM_RECORDS if key in report.measured]
+    report.figures["loss/grad_norm"] = grad_norm_note(
+        [float(norm) for norm in norms if isinstance(norm, int | float)], run.grpo.max_grad_norm
+    )
     report.figures["total"] = f"{time.monotonic() - started:.0f} s"
     return report
 
@@ -231,6 +238,7 @@ async def _checks(
     report.figures["train step (backend.train)"] = f"{time.monotonic() - started:.1f} s"
     report.measured["train_s"] = round(time.monotonic() - started, 1)
     steps = result.metrics.get(GRADIENT_STEPS_KEY)
+    keep_grad_norm(report.measured, "train_grad_norm", result.metrics)
     checkpoint = run_state.model_dir(run) / "checkpoints" / f"{result.step:04d}"
     problem = run_state.adapter_problem(checkpoint, run.lora.target_modules)
     ok = result.step == 1 and bool(steps) and problem is None

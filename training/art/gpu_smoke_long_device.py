@@ -25,6 +25,7 @@ from training.art.gpu_smoke_phases import (
     CONCURRENT_ROLLOUTS,
     concurrency_check,
     equal_rewards_check,
+    keep_grad_norm,
     long_episode_messages,
     long_row_check,
     pruning_check,
@@ -65,11 +66,14 @@ async def long_run_phases(
     seconds = time.monotonic() - started
     report.measured["long_row_train_s"] = round(seconds, 1)
     report.measured["long_row_tokens"] = tokens
+    keep_grad_norm(report.measured, "long_row_grad_norm", result.metrics)
+    peak = None
     if memory.window_peak_mib is not None:
+        peak = memory.window_peak_mib / 1024
         report.measured["long_row_peak_gpu_mib"] = memory.window_peak_mib
-        report.figures["long-row peak GPU memory"] = f"{memory.window_peak_mib / 1024:.1f} GiB"
+        report.figures["long-row peak GPU memory"] = f"{peak:.1f} GiB"
     trained = bool(result.metrics.get(GRADIENT_STEPS_KEY))
-    stop(report, long_row_check(tokens, run.grpo.max_seq_length, trained, seconds))
+    stop(report, long_row_check(tokens, run.grpo.max_seq_length, trained, seconds, peak))
 
     before = await model.get_step()
     same = [trajectory.model_copy(update={"reward": 0.5}) for _ in range(2)]

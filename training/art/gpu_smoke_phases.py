@@ -102,14 +102,71 @@ def long_episode_messages(
     ]
 
 
-def long_row_check(row_tokens: int, max_seq_length: int, trained: bool, seconds: float) -> Check:
+def long_row_check(
+    row_tokens: int,
+    max_seq_length: int,
+    trained: bool,
+    seconds: float,
+    peak_gib: float | None = None,
+) -> Check:
+    """The long row trained; and its peak memory (all processes, this phase) within the
+    estimate for ART's log-prob head with the entropy under no_grad (training.art.memory):
+    above the four-row estimate's low end means the patch did not reach ART's service."""
+    from training.art.memory import ART_HEAD_ROWS, head_rows, needed_gib
+
     share = row_tokens / max_seq_length
     detail = f"{row_tokens:,} tokens ({share:.0%} of max_seq_length {max_seq_length:,})"
     if not trained:
         return Check("long-row", "fail", f"{detail}: ART trained nothing (dropped as too long?)")
     if share < LONG_ROW_SHARE - 0.05:
         return Check("long-row", "fail", f"{detail}: shorter than the phase asks")
-    return Check("long-row", "pass", f"{detail} trained in {seconds:.1f} s")
+    detail += f" trained in {seconds:.1f} s"
+    if peak_gib is None:
+        return Check("long-row", "pass", detail + "; peak memory not measured")
+    rows = head_rows()
+    low, high = needed_gib(max_seq_length, rows)
+    unpatched_low, _ = needed_gib(max_seq_length, ART_HEAD_ROWS)
+    detail += f"; peak {peak_gib:.1f} GiB (estimate {low:.0f}-{high:.0f} GiB)"
+    if rows < ART_HEAD_ROWS and peak_gib >= unpatched_low:
+        return Check(
+            "long-row",
+            "fail",
+            f"{detail}: as much as ART's unpatched head needs ({unpatched_low:.0f}+ GiB); the "
+            "entropy patch did not reach ART's model service (training.art.entropy_patch)",
+        )
+    return Check("long-row", "pass", detail)
+
+
+GRAD_NORM_KEY = "loss/grad_norm"  # art/unsloth/train.py: the trainer's norm before clipping
+GRAD_NORM_RECORDS = ("train_grad_norm", "long_row_grad_norm")  # where the smoke keeps them
+
+
+def keep_grad_norm(measured: dict[str, object], key: str, metrics: dict[str, float]) -> None:
+    """A train call's `loss/grad_norm`, kept in the smoke's record for `grad_norm_note`."""
+    value = metrics.get(GRAD_NORM_KEY)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        measured[key] = round(float(value), 6)
+
+
+def grad_norm_note(norms: Sequence[float], max_grad_norm: float) -> str:
+    """What the per-trajectory gradient norms (ART's `loss/grad_norm`, before clipping) say
+    about `[grpo] max_grad_norm`: every step clipped means each trajectory moves the LoRA by
+    the same amount whatever its advantage (runs/README.md, "What ART optimises")."""
+    if not norms:
+        return "loss/grad_norm not reported"
+    ordered = sorted(norms)
+    median = ordered[len(ordered) // 2]
+    clipped = sum(norm > max_grad_norm for norm in norms) / len(norms)
+    note = (
+        f"loss/grad_norm median {median:.3g} (max {ordered[-1]:.3g}) over {len(norms)} train "
+        f"call(s) against max_grad_norm {max_grad_norm:g}: {clipped:.0%} above it"
+    )
+    if clipped == 1.0:
+        note += (
+            "; every step is clipped, so its size ignores the advantage's: consider "
+            f"[grpo] max_grad_norm near {median:.2g} (the median) and rerun the smoke"
+        )
+    return note
 
 
 def equal_rewards_check(step_before: int, step_after: int, skipped: int, logged: bool) -> Check:

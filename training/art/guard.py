@@ -23,6 +23,9 @@
    registry (its target-module tables) loads, and any use of a handler's Megatron code says why
    it is missing. LocalBackend and the Tinker backend use no handler; LedgerGym always passes
    explicit LoRA target modules.
+3. ART's log-prob head computes a logged entropy with gradients, keeping three more
+   vocabulary-sized tensors per token: `training.art.entropy_patch` computes it under no_grad,
+   in this process and (by the same re-import) in the Unsloth service ART spawns.
 """
 
 from __future__ import annotations
@@ -72,8 +75,11 @@ class MegatronOnlyHandler:
 
 def install_art_guards() -> None:
     """Idempotent; the patch stand-in is a no-op once art has been imported."""
+    from training.art.entropy_patch import install_entropy_patch
+
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the cost map
     install_model_support_stand_in()
+    install_entropy_patch()  # 3. below: ART's log-prob head keeps 1 vocabulary row, not 4
     wanted = os.environ.get(PATCH_ENV) == "1"
     if wanted or "art" in sys.modules or _PATCH_MODULE in sys.modules:
         return

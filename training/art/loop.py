@@ -1,12 +1,15 @@
-"""The GRPO loop on ART: register, resume, (cold start), then gather -> prepare -> train -> log.
+"""The GRPO loop on ART: register, resume, cold start, probe, then gather -> select -> train -> log.
 
 `train(run, backend, data)` is the whole loop with the backend passed in: train.py gives it
 LocalBackend (or a hosted one), the tests give it `FakeBackendForTests` and a scripted server.
 Step N always takes `data.batch(N - 1)`, so a killed run resumes with the scenarios it would
-have taken. Per step: failed rollouts are logged and dropped, groups with equal rewards are
-counted and dropped (`training.art.fixes`), the ORIGINAL groups are logged, the prepared copies
-trained. After each validation only the latest and the best (val pass^1) checkpoints are kept;
-before registering, every file a kill can break is repaired (`training.art.art_files`). It stops at
+have taken. Before GRPO: the cold start (SFT on a teacher's successes, or the shared SFT
+checkpoint of a run with the same cold start) and the base-rate probe of the checkpoint GRPO
+starts from. Per step: `[grpo] oversample` x groups_per_step groups are gathered, failed
+rollouts logged and dropped, and the first groups_per_step groups whose outcome has spread are
+trained (training.art.informative); the ORIGINAL groups are logged, repaired copies trained.
+After each validation only the latest and the best (val pass^1) checkpoints are kept; before
+registering, every file a kill can break is repaired (`training.art.art_files`). It stops at
 max_steps, or when the next step would pass the wall-clock limit.
 """
 
@@ -26,6 +29,9 @@ from training.art.art_files import repair_art_files
 from training.art.backends import build_model, server_config, train_kwargs
 from training.art.cold_start import check_teacher, ensure_cold_start
 from training.art.fixes import prepare_groups_for_training
+from training.art.informative import select_informative
+from training.art.probe_phase import ensure_probe
+from training.art.shared_cold_start import adopt
 from training.art.trainable_policy import TrainableModelPolicy
 from training.art.trajectories import rollout
 from training.art.validation import (
@@ -34,7 +40,7 @@ from training.art.validation import (
     validate,
     validation_scenarios,
 )
-from training.data_order import DataPlan, step_scenarios
+from training.data_order import DataPlan, step_units
 from training.runs import RunConfig
 from training.tool_sequences import art_metrics
 
@@ -53,11 +59,13 @@ class StepReport:
     grpo_step: int  # 1-based count of GRPO steps
     scenario_ids: list[str]
     reward_mean: float
-    groups: int
-    zero_variance_groups: int
+    groups: int  # gathered
+    zero_variance_groups: int  # gathered groups whose outcomes tie (not trained)
     trained_groups: int
     failed_rollouts: int
     seconds: float
+    surplus_groups: int = 0  # informative groups past groups_per_step (not trained)
+    short_groups: int = 0  # groups_per_step minus the informative units found
 
 
 @dataclass
@@ -99,6 +107,9 @@ async def train(
     ):
         say(warning)
     note = run_state.record_run(directory, run, data.fingerprint(), force=force)
+    adopted = adopt(run, directory)  # a cold start another run trained with the same key
+    if adopted:
+        say(adopted)
     check_teacher(run, directory)
     model = build_model(run, chat_template)
     await model.register(backend, _openai_client_config=server_config(run))
@@ -109,6 +120,8 @@ async def train(
     val_scenarios = validation_scenarios(run)
     last = min(run.grpo.max_steps, max_steps or run.grpo.max_steps)
     done = await model.get_step() - offset
+    if done == 0:  # what GRPO will see from this checkpoint, before spending a step on it
+        await ensure_probe(run, policy, data, directory, config, offset, say)
     say(f"{run.name}: checkpoint {done + offset}, GRPO step {done} of {last}")
     durations: list[float] = []
     while done < last:
@@ -145,18 +158,20 @@ async def train_step(
 ) -> StepReport:
     """GRPO step `index + 1`: the batch `data.batch(index)`, one checkpoint, one history row."""
     started = time.monotonic()
-    scenarios = step_scenarios(data.split, data.batch(index), twins=run.data.twins)
+    units = step_units(data.split, data.batch(index), twins=run.data.twins)
+    scenarios = [scenario for unit in units for scenario in unit]
     groups = await gather_groups(
         policy, scenarios, run.grpo.group_size, config, f"step {index + 1}"
     )
     failed = _log_failures(groups, say)
+    selection = select_informative(groups, [len(u) for u in units], run.grpo.groups_per_step)
     # train on repaired copies; log the originals (the copies lack intermediate tool calls)
-    prepared, prep = prepare_groups_for_training(groups)
+    prepared, prep = prepare_groups_for_training(selection.kept)
     # With no group left ART takes no gradient step but still moves the checkpoint on, so
     # step N and batch N stay one to one and no step's logged trajectories are overwritten.
     result = await backend.train(model, prepared, **train_kwargs(run))
     seconds = time.monotonic() - started
-    metrics = result.metrics | prep.as_metrics()
+    metrics = result.metrics | prep.as_metrics() | selection.as_metrics()
     metrics |= {"data/failed_rollouts": float(failed), "data/grpo_step": float(index + 1)}
     metrics |= art_metrics(groups)  # tool-call diversity within groups, for the report
     metrics[run_state.STEP_SECONDS_KEY] = seconds
@@ -168,10 +183,12 @@ async def train_step(
         scenario_ids=[scenario.scenario_id for scenario in scenarios],
         reward_mean=statistics.fmean(rewards) if rewards else 0.0,
         groups=len(groups),
-        zero_variance_groups=prep.zero_variance_groups,
+        zero_variance_groups=selection.tied,
         trained_groups=prep.groups_out,
         failed_rollouts=failed,
         seconds=seconds,
+        surplus_groups=selection.surplus,
+        short_groups=selection.short,
     )
     say(_step_line(report))
     return report
@@ -210,12 +227,12 @@ def _log_failures(groups: list[art.TrajectoryGroup], say: Say) -> int:
 
 
 def _step_line(report: StepReport) -> str:
-    share = report.zero_variance_groups / report.groups if report.groups else 0.0
+    short = f", {report.short_groups} short" if report.short_groups else ""
     return (
         f"step {report.step} (GRPO {report.grpo_step}): reward {report.reward_mean:.3f}, "
-        f"equal-reward groups {report.zero_variance_groups}/{report.groups} ({share:.0%}) dropped, "
-        f"trained {report.trained_groups}, failed rollouts {report.failed_rollouts}, "
-        f"{report.seconds:.1f} s"
+        f"groups gathered {report.groups}, trained {report.trained_groups}, dropped "
+        f"{report.zero_variance_groups} outcome-tied + {report.surplus_groups} surplus{short}, "
+        f"failed rollouts {report.failed_rollouts}, {report.seconds:.1f} s"
     )
 
 
@@ -239,7 +256,10 @@ async def _validate(
 ) -> ValidationResult:
     result = await validate(model, policy, scenarios, run, config, step)
     where = f"{result.scenarios} {run.validation.split} scenarios"
-    say(f"validation at step {step}: pass^1 {result.pass1:.3f} on {where}")
+    say(
+        f"validation at step {step}: pass^1 {result.pass1:.3f} on {where}, format errors "
+        f"{result.format_error_rate:.1%} of turns"
+    )
     await prune_checkpoints(model, run_state.model_dir(run), say)
     kept = run_state.checkpoint_steps(run_state.model_dir(run))
     if kept:

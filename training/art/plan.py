@@ -1,111 +1,41 @@
 """`train.py --check`: the resolved plan of an ART run and what it will cost, without a GPU.
 
-Nothing here imports torch or ART. Token counts come from replaying the reference solution of
-a few train scenarios through LedgerEnv (characters / 4: a lower bound, since a learning policy
-takes more turns). GPU time uses `ASSUMED_SECONDS_PER_ROLLOUT` until a GPU smoke of the run has
-timed a small step (`python -m training.art.gpu_smoke`), and once the run has logged steps the
-median of the measured `time/loop_step_s` in its history.jsonl replaces both.
+Nothing here imports torch or ART. What a run does (warm start, probe, sampling, curriculum,
+validation) comes from the run file and its data plan; what it costs from training.art.budget,
+fed with auditor-like episodes of each curriculum level (tokens and turns, counted with a
+Qwen3.5-vocabulary tokenizer: training.art.episode_tokens) and with rates that are ASSUMED until
+a GPU smoke of the run measured them (training.art.smoke_rates); once the run has logged steps,
+the median of its measured `time/loop_step_s` replaces the step time. Dollars at
+`--usd-per-hour`, checked against `--budget-usd`; the wall clock against the last curriculum
+phase.
 """
 
 from __future__ import annotations
 
 import json
-import statistics
-from dataclasses import dataclass
 
-from env.generation.generator import generate
-from env.ledger_env import LedgerEnv
-from env.scenario import reveal_truth
 from training.art import run_state
+from training.art.budget import ASSUMED, PESSIMISM, RunCost, run_cost
+from training.art.episode_tokens import LevelSizes, auditor_sizes, counter_name
 from training.art.memory import device_gib, memory_line
+from training.art.shared_cold_start import cold_start_key, find_shared
+from training.art.smoke_rates import smoke_timing
 from training.data_order import DataPlan
 from training.runs import RunConfig
 
-# ASSUMPTION, not a measurement: one GRPO step of 64 rollouts (about 10 turns each) on
-# Qwen3.5-4B with one H100/H200-class GPU, vLLM inference plus the LoRA update, ~3 minutes.
-ASSUMED_SECONDS_PER_ROLLOUT = 3.0
-ASSUMED_SECONDS_PER_VAL_ROLLOUT = 1.0  # inference only, batched
-TOKEN_SAMPLE = 12  # train scenarios replayed for the token estimate
-CHARS_PER_TOKEN = 4
+SIZE_SAMPLE = 8  # auditor episodes per curriculum level for tokens and turns
+DEFAULT_USD_PER_HOUR = 4.3
+DEFAULT_BUDGET_USD = 300.0
 
 
-@dataclass(frozen=True)
-class SmokeTiming:
-    """One small step timed by the GPU smoke: a group of rollouts, then one train step."""
-
-    rollout_s: float
-    train_s: float
-    rollouts: int
-    max_turns: int
-    at: str
-    long_row_train_s: float | None = None  # 2 rows at 90% of max_seq_length, one train call
-    concurrent_rollout_s: float | None = None  # the wall time of 64 concurrent rollouts
-    concurrent_rollouts: int = 0
-
-    @property
-    def seconds_per_rollout(self) -> float:
-        """From the long-row phase when there: one long row's train time plus a rollout's share
-        of the concurrent phase; else the small step's (rollouts + short train) per rollout."""
-        if self.long_row_train_s is not None and self.concurrent_rollout_s is not None:
-            share = self.concurrent_rollout_s / max(self.concurrent_rollouts, 1)
-            return self.long_row_train_s / 2 + share
-        return (self.rollout_s + self.train_s) / self.rollouts
+def level_sizes(run: RunConfig, data: DataPlan) -> dict[str, LevelSizes]:
+    """Auditor-like episodes of each curriculum phase's first scenarios, measured."""
+    seeds = {phase.difficulty: phase.seeds[:SIZE_SAMPLE] for phase in data.phases}
+    return {size.level: size for size in auditor_sizes(data.split, seeds)}
 
 
-def smoke_timing(run: RunConfig) -> SmokeTiming | None:
-    """The last GPU smoke of this run (default --path), when it timed both phases on the same
-    base model and precision; None otherwise."""
-    record = run_state.read_smoke_record(run_state.smoke_dir(run))
-    if not record or (record.get("base_model"), record.get("load_in_4bit")) != (
-        run.base_model,
-        run.model.load_in_4bit,
-    ):
-        return None
-    try:
-        timing = SmokeTiming(
-            rollout_s=float(record["rollout_s"]),
-            train_s=float(record["train_s"]),
-            rollouts=int(record["rollouts"]),
-            max_turns=int(record.get("max_turns", 0)),
-            at=str(record.get("at", "?")),
-            long_row_train_s=_optional(record.get("long_row_train_s")),
-            concurrent_rollout_s=_optional(record.get("concurrent_rollout_s")),
-            concurrent_rollouts=int(record.get("concurrent_rollouts", 0) or 0),
-        )
-    except (KeyError, TypeError, ValueError):  # a smoke that stopped before the train step
-        return None
-    return timing if timing.rollouts > 0 else None
-
-
-def _optional(value: object) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
-@dataclass(frozen=True)
-class Budget:
-    train_rollouts: int
-    val_rollouts: int
-    validations: int
-    tokens_per_rollout: int
-    step_seconds: float
-    step_seconds_measured: int  # steps the figure comes from; 0: the smoke or the assumption
-    hours: float
-    smoke: SmokeTiming | None = None  # the figure's source when no step was measured
-
-
-def reference_tokens(run: RunConfig, seeds: list[int]) -> int:
-    """Mean context of a reference investigation: prompt, tool schemas, calls and outputs."""
-    sizes = []
-    for seed in seeds:
-        scenario = generate(run.data.split, seed)
-        env = LedgerEnv(scenario, tool_budget=run.rollout.tool_budget)
-        chars = len(json.dumps(env.initial_messages())) + len(json.dumps(env.tool_specs()))
-        for call in reveal_truth(scenario).reference:
-            arguments = json.dumps(call.arguments)
-            chars += len(call.name) + len(arguments) + len(env.call(call.name, arguments))
-        env.close()
-        sizes.append(chars // CHARS_PER_TOKEN)
-    return int(statistics.fmean(sizes)) if sizes else 0
+def phase_steps(data: DataPlan) -> list[tuple[str, int, int]]:
+    return [(p.difficulty, p.first_step + 1, p.end_step) for p in data.phases if p.steps]
 
 
 def validation_steps(run: RunConfig) -> list[int]:
@@ -114,38 +44,52 @@ def validation_steps(run: RunConfig) -> list[int]:
     return steps if steps[-1] == last else [*steps, last]
 
 
-def estimate(run: RunConfig, data: DataPlan) -> Budget:
-    grpo, val = run.grpo, run.validation
-    per_step = grpo.group_size * grpo.groups_per_step
-    validations = len(validation_steps(run))
-    val_rollouts = validations * val.limit * val.k
-    seeds = [
-        seed
-        for phase in data.phases
-        for seed in phase.seeds[: TOKEN_SAMPLE // len(data.phases) + 1]
-    ]
+def trains_cold_start(run: RunConfig) -> bool:
+    """Whether this invocation pays for the SFT phase (not done here, not shared by another)."""
+    if run.cold_start is None:
+        return False
+    state = run_state.read_sft_state(run_state.model_dir(run))
+    return not (state is not None and state.done) and find_shared(run) is None
+
+
+def estimate(
+    run: RunConfig,
+    data: DataPlan,
+    sizes: dict[str, LevelSizes] | None = None,
+    *,
+    slower: float = 1.0,
+) -> RunCost:
+    """`slower`: price the run on a GPU that many times slower than the rates (assumed only)."""
+    sizes = sizes if sizes is not None else level_sizes(run, data)
     measured = run_state.measured_step_seconds(run_state.read_history(run_state.model_dir(run)))
     smoke = None if measured else smoke_timing(run)
-    step_seconds, count = measured if measured else (per_step * ASSUMED_SECONDS_PER_ROLLOUT, 0)
-    if smoke is not None:
-        step_seconds = per_step * smoke.seconds_per_rollout
-    seconds = grpo.max_steps * step_seconds + val_rollouts * ASSUMED_SECONDS_PER_VAL_ROLLOUT
-    return Budget(
-        train_rollouts=grpo.max_steps * per_step,
-        val_rollouts=val_rollouts,
-        validations=validations,
-        tokens_per_rollout=reference_tokens(run, seeds[:TOKEN_SAMPLE]),
-        step_seconds=step_seconds,
-        step_seconds_measured=count,
-        hours=seconds / 3600,
-        smoke=smoke,
+    rates = smoke.rates(run.grpo.max_seq_length) if smoke is not None else ASSUMED
+    if slower != 1.0 and rates.assumed and not measured:
+        rates = rates.slower(slower)
+    return run_cost(
+        run,
+        phase_steps(data),
+        sizes,
+        rates=rates,
+        trains_cold_start=trains_cold_start(run),
+        validations=len(validation_steps(run)),
+        measured_step_s=measured[0] if measured else None,
     )
 
 
-def render_plan(run: RunConfig, data: DataPlan) -> str:
-    """The lines `--check` prints: what will run, on what data, for how long."""
+def render_plan(
+    run: RunConfig,
+    data: DataPlan,
+    *,
+    usd_per_hour: float = DEFAULT_USD_PER_HOUR,
+    budget_usd: float = DEFAULT_BUDGET_USD,
+    sizes: dict[str, LevelSizes] | None = None,
+) -> str:
+    """The lines `--check` prints: what will run, on what data, how long and for how much."""
     grpo, val, lora = run.grpo, run.validation, run.lora
-    budget = estimate(run, data)
+    sizes = sizes if sizes is not None else level_sizes(run, data)
+    cost = estimate(run, data, sizes)
+    slow = estimate(run, data, sizes, slower=PESSIMISM) if cost.rates.assumed else None
     directory = run_state.model_dir(run)
     modules = ", ".join(lora.target_modules)
     loss = run.loss
@@ -155,22 +99,29 @@ def render_plan(run: RunConfig, data: DataPlan) -> str:
         *_machine_lines(run),
         f"backend     {run.backend.kind}; checkpoints in {directory / 'checkpoints'}",
         f"reward      {run.reward.variant}, tool cost lambda {run.reward.tool_call_cost:g}/call",
-        f"loss        {loss.loss_fn}, lr {grpo.learning_rate:g}, scale_rewards="
-        f"{loss.scale_rewards}, importance sampling {loss.importance_sampling_level}, "
-        f"KL {loss.kl_penalty_coef:g}",
-        *_data_lines(run, data),
-        f"steps       {grpo.max_steps} x {grpo.groups_per_step} groups x {grpo.group_size} "
-        f"rollouts = {grpo.groups_per_step * grpo.group_size} rollouts/step",
-        f"validation  {val.limit} {val.split} scenarios x k={val.k} at GRPO steps "
-        f"{_steps_text(validation_steps(run))} ({budget.validations} passes)",
+        f"loss        {loss.loss_fn}, lr {grpo.learning_rate:g} per trajectory (ART takes one "
+        f"AdamW step per trajectory, each clipped at grad norm {grpo.max_grad_norm:g}), "
+        f"scale_rewards={loss.scale_rewards}, importance sampling "
+        f"{loss.importance_sampling_level}, KL {loss.kl_penalty_coef:g}",
         *_cold_start_lines(run),
-        *_budget_lines(run, budget),
+        *_probe_lines(run),
+        *_data_lines(run, data, cost),
+        f"sampling    each step gathers {grpo.groups_gathered} groups x {grpo.group_size} = "
+        f"{grpo.groups_gathered * grpo.group_size} rollouts and trains the first "
+        f"{grpo.groups_per_step} whose outcome has spread (oversample {grpo.oversample:g}); "
+        "outcome-tied groups are dropped, so a tool cost acts only inside outcome-mixed groups",
+        f"steps       {grpo.max_steps} GRPO steps, at most "
+        f"{grpo.groups_per_step * grpo.group_size} trajectories trained a step",
+        f"validation  {val.limit} {val.split} scenarios x k={val.k} at GRPO steps "
+        f"{_steps_text(validation_steps(run))} ({cost.validations} passes)",
+        *_budget_lines(run, cost, usd_per_hour, budget_usd, slow),
+        *_wall_clock_lines(run, cost, slow),
         _resume_line(run, data),
     ]
     return "\n".join(lines)
 
 
-def _data_lines(run: RunConfig, data: DataPlan) -> list[str]:
+def _data_lines(run: RunConfig, data: DataPlan, cost: RunCost) -> list[str]:
     drawn = ", ".join(f"{level} {count}" for level, count in data.drawn.items())
     lines = [f"data        {run.data.split}: {sum(data.drawn.values())} scenarios drawn ({drawn})"]
     if data.filter is not None:
@@ -179,13 +130,21 @@ def _data_lines(run: RunConfig, data: DataPlan) -> list[str]:
             f"filter      {f.path}: kept {f.kept} with 0 < rate < 1; dropped {f.always_solved} "
             f"always solved, {f.never_solved} never solved, {f.unmeasured} unmeasured"
         )
+    costs = {phase.level: phase for phase in cost.phases}
     for phase in data.phases:
-        slots = phase.steps * data.groups_per_step
+        slots = phase.steps * data.scenarios_per_step
         passes = slots / len(phase.seeds)
-        lines.append(
+        line = (
             f"curriculum  {phase.difficulty}: GRPO steps {phase.first_step + 1}-{phase.end_step}, "
             f"{slots} groups from {len(phase.seeds)} scenarios ({passes:.2f} passes)"
         )
+        if phase.difficulty in costs:
+            c = costs[phase.difficulty]
+            line += (
+                f"; ~{c.mean_tokens / 1000:.1f}k tokens an episode, rows padded to "
+                f"{c.padded_row:,}, ~{cost.step_seconds(c):.0f} s a step"
+            )
+        lines.append(line)
     return lines
 
 
@@ -211,53 +170,97 @@ def _machine_lines(run: RunConfig) -> list[str]:
 def _cold_start_lines(run: RunConfig) -> list[str]:
     cold = run.cold_start
     if cold is None:
-        return []
-    return [
-        f"cold start  teacher {cold.teacher} on {cold.scenarios} train scenarios x {cold.samples}, "
-        f"successes only, SFT {cold.epochs} epoch(s) at lr {cold.learning_rate:g}, then GRPO"
-    ]
-
-
-def _budget_lines(run: RunConfig, budget: Budget) -> list[str]:
-    trained_tokens = budget.train_rollouts * budget.tokens_per_rollout
-    smoke = budget.smoke
-    if budget.step_seconds_measured:
-        source = f"measured: median of {budget.step_seconds_measured} logged steps"
-    elif smoke is not None:
-        if smoke.long_row_train_s is not None and smoke.concurrent_rollout_s is not None:
-            source = (
-                f"GPU smoke of {smoke.at}: {smoke.long_row_train_s:.0f} s to train 2 rows at "
-                f"90% of max_seq_length + {smoke.concurrent_rollout_s:.0f} s for "
-                f"{smoke.concurrent_rollouts} concurrent rollouts of at most {smoke.max_turns} "
-                f"turns = {smoke.seconds_per_rollout:.1f} s per rollout; an upper bound on "
-                "training (every row long), until history.jsonl has steps"
-            )
-        else:
-            source = (
-                f"GPU smoke of {smoke.at}: {smoke.rollout_s:.0f} s for {smoke.rollouts} rollouts "
-                f"of at most {smoke.max_turns} turns + {smoke.train_s:.0f} s train step = "
-                f"{smoke.seconds_per_rollout:.1f} s per rollout (short rows: rerun the smoke for "
-                "the long-row figure); rough, until history.jsonl has steps"
-            )
-    else:
-        source = (
-            f"ASSUMED {ASSUMED_SECONDS_PER_ROLLOUT:g} s per rollout on one H100/H200-class GPU; "
-            "the measured time/loop_step_s in history.jsonl replaces it after the first steps"
-        )
+        return ["cold start  none: GRPO starts from the base model (the probe measures its rate)"]
+    spread = "balanced by root cause and level" if cold.balanced else "in the split's mix"
     lines = [
-        f"budget      {budget.train_rollouts:,} train + {budget.val_rollouts:,} validation "
-        "rollouts",
-        f"            ~{budget.tokens_per_rollout:,} tokens per trajectory (reference replay, "
-        f"a lower bound) -> ~{trained_tokens / 1e6:,.0f}M trained tokens",
-        f"            ~{budget.step_seconds:.0f} s/step ({source})",
-        f"            ~{budget.hours:.1f} GPU hours in all",
+        f"cold start  teacher {cold.teacher} (tools only) on {cold.scenarios} train scenarios x "
+        f"{cold.samples} after the GRPO pool, {spread}; its graded successes only, SFT "
+        f"{cold.epochs} epoch(s) at lr {cold.learning_rate:g}; then val pass^1 and the "
+        "format-error rate at the SFT checkpoint (GRPO step 0)"
     ]
-    limit = run.grpo.wall_clock_hours
-    if budget.hours > limit:
-        reachable = int(limit * 3600 / budget.step_seconds) if budget.step_seconds else 0
+    if cold.shared:
+        shared = find_shared(run)
+        key = cold_start_key(run)
+        where = (
+            f"published by {shared.trained_by}: this run adopts it (no SFT here)"
+            if shared is not None
+            else "not trained yet: the first run with this key trains and publishes it"
+        )
+        lines.append(f"            shared cold start {key}: {where}")
+    return lines
+
+
+def _probe_lines(run: RunConfig) -> list[str]:
+    probe = run.probe
+    if not probe.enabled:
+        return ["probe       off"]
+    start = "the warm start" if run.cold_start is not None else "the base model"
+    on_low = "stops" if probe.on_low == "stop" else "warns and goes on"
+    return [
+        f"probe       {probe.scenarios} stratified train scenarios x k={probe.k} = "
+        f"{probe.scenarios * probe.k} rollouts against {start} before GRPO step 1: success per "
+        f"level and cause, groups with spread, the no_error share; {on_low} below "
+        f"{probe.min_success:.0%} grounded success"
+    ]
+
+
+def _budget_lines(
+    run: RunConfig, cost: RunCost, usd_per_hour: float, budget_usd: float, slow: RunCost | None
+) -> list[str]:
+    rates = (
+        f"measured: median of the run's logged steps, {cost.measured_step_s:.0f} s"
+        if cost.measured_step_s
+        else cost.rates.source
+    )
+    cold = ""
+    if cost.cold_start_s:
+        cold = f"cold start {cost.cold_start_s / 3600:.1f} h (teacher on the CPU + SFT), "
+    lines = [
+        f"budget      tokens from {SIZE_SAMPLE} auditor-like episodes a level, counted with "
+        f"{counter_name()}",
+        f"            rates: {rates}",
+        f"            start-up {cost.startup_s / 3600:.1f} h, {cold}probe "
+        f"{cost.probe_s / 3600:.1f} h, {cost.validations} validations "
+        f"{cost.validation_s / 3600:.1f} h, GRPO {cost.grpo_s / 3600:.1f} h",
+    ]
+    for which, priced in (("", cost), (f"at {PESSIMISM:g}x slower ", slow)):
+        if priced is None:
+            continue
+        dollars = priced.hours * usd_per_hour
+        verdict = (
+            f"within the ${budget_usd:,.0f} budget"
+            if dollars <= budget_usd
+            else f"WARNING: over the ${budget_usd:,.0f} budget (--budget-usd)"
+        )
         lines.append(
-            f"            wall-clock limit {limit:g} h: the run stops near GRPO step "
-            f"{min(reachable, run.grpo.max_steps)}; rerun to continue"
+            f"            {which}~{priced.hours:.1f} GPU hours -> ${dollars:,.0f} at "
+            f"${usd_per_hour:g}/h: {verdict}"
+        )
+    return lines
+
+
+def _wall_clock_lines(run: RunConfig, cost: RunCost, slow: RunCost | None) -> list[str]:
+    limit = run.grpo.wall_clock_hours
+    if not cost.phases:
+        return []
+    lines = []
+    for which, priced in (("", cost), (f"at {PESSIMISM:g}x slower: ", slow)):
+        if priced is None:
+            continue
+        last = priced.phases[-1]
+        begins, ends = priced.hour_at(last.first_step - 1), priced.hour_at(last.last_step)
+        where = (
+            f"{which}the {last.level} phase (GRPO steps {last.first_step}-{last.last_step}) "
+            f"starts near hour {begins:.1f}, step {last.last_step} ends near hour {ends:.1f}"
+        )
+        if ends <= limit:
+            lines.append(f"wall clock  {limit:g} h: {where}: inside it")
+            continue
+        reached = priced.step_at_hours(limit)
+        phase = "reached" if reached >= last.first_step else "NOT reached"
+        lines.append(
+            f"wall clock  WARNING: {limit:g} h: {where}; the run stops near GRPO step {reached} "
+            f"({last.level} {phase}); raise [grpo] wall_clock_hours or lower max_steps"
         )
     return lines
 

@@ -144,6 +144,7 @@ class SftState:
     grpo_start_step: int | None  # None until the SFT checkpoint exists
     trajectories: int = 0
     teacher: str = ""
+    shared_key: str = ""  # the shared cold start this run adopted or published (cold_start_key)
 
     @property
     def done(self) -> bool:
@@ -154,7 +155,9 @@ def read_sft_state(directory: Path) -> SftState | None:
     path = directory / SFT_FILE
     if not path.is_file():
         return None
-    return SftState(**json.loads(path.read_text(encoding="utf-8")))
+    saved = json.loads(path.read_text(encoding="utf-8"))
+    known = SftState.__dataclass_fields__
+    return SftState(**{name: value for name, value in saved.items() if name in known})
 
 
 def write_sft_state(directory: Path, state: SftState) -> None:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from agent.messages import malformed_turns
 from agent.policy import Policy, PolicyError, PolicyReply, ServerUnreachable
 from agent.rollout import RolloutConfig, RolloutResult
 from env.generation.generator import generate
@@ -48,9 +49,14 @@ class ValidationResult:
     pass_k: float | None  # pass^k for [validation] k > 1
     failed_rollouts: int  # episodes that raised: failures in pass^1
     incomplete: int = 0  # transient failures in every round: not in pass^1
+    format_error_rate: float = 0.0  # assistant turns that were not well-formed tool calls
 
     def metrics(self, k: int) -> dict[str, float]:
-        metrics = {"pass1": self.pass1, "failed_rollouts": float(self.failed_rollouts)}
+        metrics = {
+            "pass1": self.pass1,
+            "failed_rollouts": float(self.failed_rollouts),
+            "format_error_rate": self.format_error_rate,
+        }
         if self.pass_k is not None:
             metrics[f"pass^{k}"] = self.pass_k
         if self.incomplete:
@@ -85,7 +91,7 @@ class EpisodeRefused(RuntimeError):
     """The server refused one validation request (a `PolicyError`): that episode fails."""
 
 
-class _RefusalsFailEpisodes:
+class RefusalsFailEpisodes:
     """The policy as validation drives it. A refused request fails its episode only (an error
     line, a failure in pass^1), as under ART's gather, instead of stopping `evaluate` and with it
     the training run; a server that stays unreachable still stops it (a rerun resumes)."""
@@ -113,10 +119,18 @@ class _GradedTrajectories:
 
     def __init__(self) -> None:
         self.by_scenario: dict[str, list[tuple[int, art.Trajectory]]] = defaultdict(list)
+        self.turns = [0, 0]  # malformed assistant turns, assistant turns
+
+    @property
+    def format_error_rate(self) -> float:
+        return self.turns[0] / self.turns[1] if self.turns[1] else 0.0
 
     def __call__(self, job: Job, result: RolloutResult, grade: EpisodeGrade | None) -> None:
         from art.gather import GatherContext, record_metrics
 
+        bad, turns = malformed_turns(result.messages)
+        self.turns[0] += bad
+        self.turns[1] += turns
         trajectory = to_art_trajectory(result.trajectory)
         # the metrics ART's gather adds to each trajectory (completion_tokens, a per-turn mean)
         record_metrics(GatherContext(), trajectory)
@@ -161,7 +175,7 @@ async def validate(
     shutil.rmtree(run_dir, ignore_errors=True)  # an interrupted validation starts over
     hook = _GradedTrajectories()
     result = await evaluate(
-        _RefusalsFailEpisodes(policy),
+        RefusalsFailEpisodes(policy),
         scenarios,
         k=k,
         run_dir=run_dir,
@@ -181,6 +195,7 @@ async def validate(
         pass_k=(overall.get("passk") or {}).get("estimate") if k > 1 else None,
         failed_rollouts=sum(len(reasons) for reasons in failed.values()),
         incomplete=len(result.incomplete),
+        format_error_rate=hook.format_error_rate,
     )
     await model.log(groups, split="val", step=step, metrics=validation.metrics(k))
     return validation
