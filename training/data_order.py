@@ -190,7 +190,7 @@ def curriculum_seeds_from(
     split: str, difficulties: Sequence[str], limit: int, first: int
 ) -> list[int]:
     """Like `curriculum_seeds`, from seed `first` on."""
-    seeds = []
+    seeds: list[int] = []
     for seed in itertools.count(first):
         if len(seeds) == limit:
             break

@@ -115,3 +115,29 @@ def test_the_long_episode_trains_through_arts_tokenisation_at_90_percent(tmp_pat
 )
 def test_each_long_run_verdict(check, status):
     assert check.status == status, check.detail
+
+
+def test_the_long_row_fails_when_its_peak_says_the_entropy_patch_did_not_reach_arts_service():
+    from training.art.memory import ART_HEAD_ROWS, needed_gib
+
+    tokens, length = 29_500, 32_768
+    patched = long_row_check(tokens, length, True, 30.0, peak_gib=34.0)
+    unpatched = long_row_check(
+        tokens, length, True, 30.0, peak_gib=needed_gib(length, ART_HEAD_ROWS)[0]
+    )
+    assert patched.status == "pass" and "peak 34.0 GiB (estimate 29-39 GiB)" in patched.detail
+    assert unpatched.status == "fail" and "did not reach ART's model service" in unpatched.detail
+    assert long_row_check(tokens, length, True, 30.0).detail.endswith("peak memory not measured")
+
+
+def test_the_grad_norm_note_says_when_every_per_trajectory_step_is_clipped():
+    from training.art.gpu_smoke_phases import grad_norm_note, keep_grad_norm
+
+    measured: dict[str, float | int | str] = {}
+    keep_grad_norm(measured, "train_grad_norm", {"loss/grad_norm": 0.42})
+    keep_grad_norm(measured, "long_row_grad_norm", {"loss/train": 1.0})  # not reported: kept out
+    assert measured == {"train_grad_norm": 0.42}
+    clipped = grad_norm_note([0.42, 0.3], 0.1)
+    assert "100% above it" in clipped and "consider [grpo] max_grad_norm near 0.42" in clipped
+    assert "consider" not in grad_norm_note([0.05, 0.2], 0.1)
+    assert grad_norm_note([], 0.1) == "loss/grad_norm not reported"

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -126,7 +126,7 @@ def episode_size(level: str, messages: Sequence[dict[str, Any]], tools: Sequence
     )
 
 
-def auditor_sizes(split: str, seeds_by_level: dict[str, Sequence[int]]) -> list[LevelSizes]:
+def auditor_sizes(split: str, seeds_by_level: Mapping[str, Sequence[int]]) -> list[LevelSizes]:
     """Plays the auditor on the seeds (in-process, CPU, a few seconds) and measures each level."""
     from agent.registry import build_policy, resolve_model
     from agent.rollout import run_episode

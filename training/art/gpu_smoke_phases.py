@@ -9,7 +9,7 @@ fla-core; every other phase runs again (the smoke's model is trained from scratc
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -141,7 +141,9 @@ GRAD_NORM_KEY = "loss/grad_norm"  # art/unsloth/train.py: the trainer's norm bef
 GRAD_NORM_RECORDS = ("train_grad_norm", "long_row_grad_norm")  # where the smoke keeps them
 
 
-def keep_grad_norm(measured: dict[str, object], key: str, metrics: dict[str, float]) -> None:
+def keep_grad_norm(
+    measured: MutableMapping[str, float | int | str], key: str, metrics: Mapping[str, float]
+) -> None:
     """A train call's `loss/grad_norm`, kept in the smoke's record for `grad_norm_note`."""
     value = metrics.get(GRAD_NORM_KEY)
     if isinstance(value, int | float) and not isinstance(value, bool):
