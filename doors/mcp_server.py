@@ -4,6 +4,8 @@
     python -m doors.mcp_server --scenario eval-100021 --http --port 8765   # http://127.0.0.1:8765/mcp
 
 The nine tools come from `doors.mcp_tools` (LedgerEnv's schemas, LedgerEnv's error results).
+The server's `instructions` (in the initialize result) are the task: the rollout's system prompt,
+then the customer's complaint under `COMPLAINT_HEADING`.
 `submit_findings` ends the episode and adds the grade. A session is an episode: over stdio the
 process is the session; over HTTP the server refuses the sessionless 2026-07-28 probe, after
 which the official client falls back to the session handshake (`Mcp-Session-Id`) by itself.
@@ -30,10 +32,11 @@ from doors.scenario_ids import scenario_argument
 from doors.verdict import judge_episode, verdict_summary
 from env.cli import Parser, UsageError, positive_int, run_command
 from env.episode import record_episode
-from env.ledger_env import DEFAULT_TOOL_BUDGET, LedgerEnv
+from env.ledger_env import DEFAULT_TOOL_BUDGET, LedgerEnv, system_prompt
 from env.scenario import Scenario
 
 DEFAULT_PORT = 8765
+COMPLAINT_HEADING = "## The customer's message"
 STDIO_SESSION = "stdio"  # a stdio server has one client for its whole life
 NO_SESSION_ERROR = (
     "this server keeps one episode per MCP session and the request carried none; "
@@ -62,6 +65,11 @@ class EpisodeSessions:
     def close_all(self) -> None:
         for session in list(self._envs):
             self.close(session)
+
+
+def task_instructions(scenario: Scenario, tool_budget: int) -> str:
+    """What a model behind an MCP client reads first: the rollout's system prompt and user turn."""
+    return f"{system_prompt(tool_budget)}\n\n{COMPLAINT_HEADING}\n\n{scenario.complaint}"
 
 
 def _session_of(ctx: ServerRequestContext[Any, Any]) -> str | None:
@@ -103,7 +111,11 @@ def build_server(sessions: EpisodeSessions, *, allow_sessionless: bool) -> Serve
         )
 
     server: Server[Any] = Server(
-        "ledgergym", version="0.1.0", on_list_tools=list_tools, on_call_tool=call_tool
+        "ledgergym",
+        version="0.1.0",
+        instructions=task_instructions(sessions.scenario, sessions.tool_budget),
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
     )
     if not allow_sessionless:
         server.add_request_handler("server/discover", types.RequestParams, refuse_sessionless)

@@ -27,7 +27,7 @@ from ledgergym import __version__
 
 CARD = "README.md"
 MANIFEST = Path(__file__).resolve().parent / "data" / "manifest.json"
-LICENSE = "unknown"  # the repository declares no license yet; the card says so
+LICENSE = "apache-2.0"  # the repository's LICENSE (Apache-2.0), in the Hub's spelling
 
 
 def scenario_row(scenario: Scenario) -> dict[str, Any]:
@@ -131,9 +131,40 @@ Each row is one scenario: `database` is the SQLite image the agent's nine tools 
 (base64; `database_sha256` is its hash, as `env/data/manifest.json` freezes it), `complaint` the
 customer's message, and `truth` the ground truth the reward and the grader read (root cause,
 per-invoice overcharges in cents, the credits a correct episode drafts, a reference solution).
-Keep `truth` away from the agent. License: not declared yet by the LedgerGym repository.
+Keep `truth` away from the agent. License: Apache-2.0 (the LedgerGym repository's LICENSE).
 Scores are comparable only under the same LedgerGym major version (its CHANGELOG.md). What the
 environment is and what models score: env/CARD.md.
+
+## Loading it back
+
+From this folder, with LedgerGym installed: each row becomes the `Scenario` it was exported
+from, which anything that plays a scenario plays (a hash that does not match is refused).
+
+```python
+from pathlib import Path
+
+from env.export import load_export
+from env.ledger_env import LedgerEnv
+
+scenarios = load_export(Path("."))
+print(len(scenarios), "scenarios;", scenarios[0].scenario_id, "starts with:")
+print(LedgerEnv(scenarios[0]).initial_messages()[1]["content"][:200])
+```
+
+Without LedgerGym, the rows are plain JSON and each database opens in Python's own SQLite:
+
+```python
+import base64
+import json
+import sqlite3
+
+with open("data/{split}.jsonl", encoding="utf-8") as lines:
+    rows = [json.loads(line) for line in lines]
+database = sqlite3.connect(":memory:")
+database.deserialize(base64.b64decode(rows[0]["database"]))
+(invoices,) = database.execute("SELECT count(*) FROM invoices").fetchone()
+print(len(rows), "rows;", rows[0]["scenario_id"], "has", invoices, "invoices")
+```
 """
 
 

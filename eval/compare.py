@@ -28,10 +28,10 @@ def _pass_rows(name: str, a: dict[str, Any] | None, b: dict[str, Any] | None, k:
     empty: dict[str, Any] = {"pass1": None, "passk": None, "n": 0}
     a, b = a or empty, b or empty
     label = f"{name} (n={a['n']}/{b['n']})"
-    return [
-        (f"{label} pass^1", a["pass1"], b["pass1"]),
-        (f"{label} pass^{k}", a["passk"], b["passk"]),
-    ]
+    rows: list[Row] = [(f"{label} pass^1", a["pass1"], b["pass1"])]
+    if k != "1":  # at k = 1 on both sides pass^k is pass^1: one row, not the same row twice
+        rows.append((f"{label} pass^{k}", a["passk"], b["passk"]))
+    return rows
 
 
 def comparison_rows(a: dict[str, Any], b: dict[str, Any]) -> list[Row]:

@@ -303,6 +303,28 @@ def check_run_config(
     ]
 
 
+def check_run_folder(run_dir: Path) -> None:
+    """Refuses a folder that holds files but no run (a mistyped `--out .` would scatter run
+    files among them); an absent or empty folder, or one with a run's episodes or run.json, is
+    fine (the run resumes there or refuses in `check_run_config`)."""
+    if not run_dir.is_dir() or (run_dir / EPISODES).exists() or (run_dir / RUN_CONFIG).exists():
+        return
+    try:
+        found = sorted((p.name for p in run_dir.iterdir() if p.name != LOCK), key=_visible_first)
+    except OSError as exc:
+        raise RunLogError(f"cannot read --out {run_dir}: {exc.strerror or exc}") from None
+    if found:
+        shown = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
+        raise RunLogError(
+            f"--out {run_dir} is not empty ({shown}) and holds no run; give a new or empty "
+            "folder, or the folder of the run to resume"
+        )
+
+
+def _visible_first(name: str) -> tuple[bool, str]:
+    return (name.startswith("."), name)
+
+
 class RunLock:
     """An exclusive lock on a run directory (flock on `.run.lock`), so one run writes it at once.
 

@@ -4,16 +4,19 @@
 harness bug), or not at all (incomplete after transient failures: returned to the caller, who
 reruns it). A `PolicyError` (including `ServerUnreachable`) stops every episode and propagates
 as one exception. An `EpisodeHook` sees each recorded rollout with its grade (training keeps
-the trajectories that way).
+the trajectories that way). With an `Interrupt` (eval/interrupt.py), the first Ctrl-C starts no
+new episode and the second cancels those in flight; neither is recorded, a rerun plays them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, replace
+from typing import Any
 
 from agent.policy import Policy, PolicyError, TransientPolicyError
 from agent.retry import ServerWatch
@@ -21,6 +24,7 @@ from agent.rollout import RolloutConfig, RolloutResult, run_episode
 from env.scenario import Scenario, reveal_truth
 from eval.episode_log import EpisodeLog, error_line, result_line
 from eval.grader import EpisodeGrade, grade_episode
+from eval.interrupt import Interrupt
 
 DEFAULT_RETRY_BUDGET_S = 900.0
 
@@ -109,12 +113,16 @@ async def run_jobs(
     incomplete: dict[tuple[str, int], str] | None = None,
     on_episode: EpisodeHook | None = None,
     label: str | None = None,
+    interrupt: Interrupt | None = None,
+    leave_bar: bool = True,
 ) -> list[Job]:
     """Bounded-concurrency rounds; returns the jobs still incomplete after every round.
 
     `rollout`'s `watch` is the run's `ServerWatch` (default: the default settings, the default
     retry budget, progress lines on stderr). `label` names the progress bar (default: what is
-    evaluated, on which split). The policy is closed when the rounds end.
+    evaluated, on which split; `leave_bar=False` clears it when done). With `interrupt`, Ctrl-C
+    steers the run (module docstring); the jobs it kept from running are not returned. The
+    policy is closed when the rounds end.
     """
     from tqdm import tqdm
 
@@ -126,34 +134,69 @@ async def run_jobs(
     split = jobs[0].scenario.split if jobs else "?"
     desc = label or f"evaluating {runner.policy.name} on {split}"
     semaphore = asyncio.Semaphore(concurrency)
-    progress = tqdm(total=len(jobs), desc=desc, unit="ep", file=sys.stderr, mininterval=0.5)
+    progress = tqdm(
+        total=len(jobs), desc=desc, unit="ep", file=sys.stderr, mininterval=0.5, leave=leave_bar
+    )
     watch = rollout.watch
     assert watch is not None  # set just above
+    steer = interrupt or Interrupt()  # entered only when given: Ctrl-C is then Python's own
 
     async def one(job: Job, retry: list[Job]) -> None:
         async with semaphore:
-            if await runner.episode(job):
-                progress.update(1)
-            else:
-                retry.append(job)
+            if steer.stopping:
+                return  # Ctrl-C: never started, a rerun plays it
+            task = asyncio.current_task()
+            assert task is not None
+            steer.started(task)
+            try:
+                if await runner.episode(job):
+                    progress.update(1)
+                else:
+                    retry.append(job)
+            finally:
+                steer.finished(task)
 
-    pending = jobs
+    guard = interrupt if interrupt is not None else contextlib.nullcontext()
     try:
-        for round_index in range(rounds):
-            if round_index:
-                if watch.budget_spent():
-                    break
-                await asyncio.sleep(min(60.0, runner.rollout.retry.backoff_s * 4**round_index))
-            retry: list[Job] = []
-            async with asyncio.TaskGroup() as group:
-                for job in pending:
-                    group.create_task(one(job, retry))
-            pending = retry
-            if not pending:
-                break
+        with guard:
+            backoff_s = runner.rollout.retry.backoff_s
+            return await _rounds(jobs, rounds, one, watch, backoff_s, steer)
     except* PolicyError as failure:
         raise failure.exceptions[0] from None  # the user's mistake: one line, not a group
     finally:
         progress.close()
         await runner.policy.aclose()
-    return pending
+
+
+async def _rounds(
+    jobs: list[Job],
+    rounds: int,
+    play: Callable[[Job, list[Job]], Coroutine[Any, Any, None]],
+    watch: ServerWatch,
+    backoff_s: float,
+    steer: Interrupt,
+) -> list[Job]:
+    """Plays `jobs`, then those left incomplete, up to `rounds` times; [] once Ctrl-C stopped it."""
+    pending = jobs
+    for round_index in range(rounds):
+        if round_index:
+            if watch.budget_spent():
+                break
+            await _pause(min(60.0, backoff_s * 4**round_index), steer)
+        if steer.stopping:
+            break
+        retry: list[Job] = []
+        async with asyncio.TaskGroup() as group:
+            for job in pending:
+                group.create_task(play(job, retry))
+        pending = retry
+        if not pending:
+            break
+    return [] if steer.stopping else pending
+
+
+async def _pause(seconds: float, steer: Interrupt) -> None:
+    """A pause between rounds that a Ctrl-C ends at once."""
+    deadline = time.monotonic() + seconds
+    while not steer.stopping and (left := deadline - time.monotonic()) > 0:
+        await asyncio.sleep(min(left, 0.25))

@@ -101,6 +101,7 @@ def play(
             concurrency=concurrency,
             keep_transcript=False,
             label=f"ladder: {rung} on {split}",
+            leave_bar=False,  # fifteen finished bars would only push the table off the screen
         )
     )
     return read_episodes(run_dir / EPISODES)
@@ -318,6 +319,12 @@ def _main(argv: Sequence[str] | None) -> int:
         raise UsageError(f"unknown split {unknown[0]!r}; choose from {', '.join(SPLITS)}")
     if not any(s in SPLITS for s in args.splits):
         raise UsageError(f"none of {', '.join(args.splits)} is a split of this checkout")
+    if args.limit is not None:
+        from eval.run import limit_note
+
+        for split in (s for s in args.splits if s in SPLITS):
+            if (size := len(split_seeds(split, args.limit))) < args.limit:
+                print(limit_note(split, args.limit, size), file=sys.stderr)
     report = ladder(args.splits, limit=args.limit, seed=args.seed, concurrency=args.concurrency)
     markdown = render_markdown(report)
     print(markdown, end="")

@@ -12,7 +12,9 @@ ends graded, as an error line (with its reason), or incomplete (no line; a rerun
 Failure rules: eval/README.md.
 Exit codes: 0 every planned episode recorded; 2 a user mistake (one line on stderr); 3 some
 episodes incomplete after transient failures (rerun to resume); 4 the server is unreachable
-(rerun the same command once it is up); 130 interrupted.
+(rerun the same command once it is up); 130 interrupted: the first Ctrl-C starts no new episode
+and lets those in flight finish, the second drops them; what finished is kept and summarised,
+and the same command resumes.
 
 `evaluate` is the one way to play a policy over scenarios and grade it: this command, checkpoint
 eval, training's validation and cold start, the difficulty filter and the TRL report call it.
@@ -54,6 +56,7 @@ from agent.retry import RetrySettings, ServerWatch  # noqa: E402
 from agent.rollout import RolloutConfig  # noqa: E402
 from env.cli import (  # noqa: E402
     EXIT_INCOMPLETE,
+    EXIT_INTERRUPTED,
     EXIT_UNREACHABLE,
     Parser,
     UsageError,
@@ -67,8 +70,10 @@ from eval.episode_log import (  # noqa: E402
     RunLock,
     RunLogError,
     check_run_config,
+    check_run_folder,
     read_episodes,
 )
+from eval.interrupt import Interrupt  # noqa: E402
 from eval.jobs import DEFAULT_RETRY_BUDGET_S, EpisodeHook, Job, Screen, run_jobs  # noqa: E402
 from eval.summary import (  # noqa: E402
     SUMMARY_MD,
@@ -81,7 +86,13 @@ from eval.summary import (  # noqa: E402
 from ledgergym import __version__  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-__all__ = ["EvalRun", "RunStopped", "evaluate", "git_commit", "main"]
+DEFAULT_K = 4  # samples per scenario of a model; a scripted policy gets 1
+__all__ = ["EvalRun", "RunStopped", "evaluate", "git_commit", "limit_note", "main"]
+
+
+def limit_note(split: str, limit: int, size: int) -> str:
+    """The line that says a --limit past the split's end plays the whole split."""
+    return f"note: {split} holds {size} scenarios; --limit {limit} plays all {size}"
 
 
 def git_commit() -> str:
@@ -104,6 +115,7 @@ class EvalRun:
     recorded: int  # episode lines in the run directory (graded or error lines)
     incomplete: tuple[Job, ...] = ()  # transient failures in every round: a rerun plays them
     causes: tuple[str, ...] = ()  # the last transient cause of each, deduplicated
+    interrupted: bool = False  # Ctrl-C kept episodes from running (`stop_on_interrupt`)
 
     @property
     def summary_md(self) -> Path:
@@ -133,6 +145,8 @@ async def evaluate(
     seed: int = 0,
     on_episode: EpisodeHook | None = None,
     label: str | None = None,
+    stop_on_interrupt: bool = False,
+    leave_bar: bool = True,
 ) -> EvalRun:
     """Plays every scenario k times, grades each episode (`eval.grader`) and records it.
 
@@ -140,9 +154,11 @@ async def evaluate(
     again. `config` says what the run is (model, split, k, hashes): it becomes run.json with the
     first line, and a directory holding another model, split or k is refused unless `force`.
     summary.json/.md are rewritten from every recorded line (`seed`: the bootstrap's); `label`
-    names the progress bar (default "evaluating <policy> on <split>"). The policy is closed
+    names the progress bar (default "evaluating <policy> on <split>"; `leave_bar=False` clears
+    it when done, for callers that run many). The policy is closed
     when its episodes are done. Raises `RunStopped` when the server stays unreachable, after
-    summarising what was recorded.
+    summarising what was recorded. `stop_on_interrupt`: Ctrl-C stops the run (eval/interrupt.py)
+    and the result says `interrupted`; without it Ctrl-C raises as usual.
     """
     with RunLock(run_dir):
         for warning in check_run_config(run_dir, dict(config), force=force, write=False):
@@ -157,6 +173,7 @@ async def evaluate(
             )
         planned = len(scenarios) * k
         incomplete: dict[tuple[str, int], str] = {}
+        interrupt = Interrupt() if stop_on_interrupt else None
         log = EpisodeLog(path, dict(config), replace_config=force)
         try:
             left: list[Job] = []
@@ -172,6 +189,8 @@ async def evaluate(
                     incomplete=incomplete,
                     on_episode=on_episode,
                     label=label,
+                    interrupt=interrupt,
+                    leave_bar=leave_bar,
                 )
         except ServerUnreachable as exc:
             raise RunStopped(exc, _summarize(run_dir, config, k, seed, planned)) from None
@@ -179,7 +198,8 @@ async def evaluate(
             log.close()
         causes = sorted({incomplete.get(job.key, "?") for job in left})
         run = _summarize(run_dir, config, k, seed, planned)
-        return replace(run, incomplete=tuple(left), causes=tuple(causes))
+        stopped = interrupt is not None and interrupt.stopping and run.recorded < planned
+        return replace(run, incomplete=tuple(left), causes=tuple(causes), interrupted=stopped)
 
 
 def _summarize(
@@ -225,7 +245,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     # on what
     parser.add_argument("--split", default="eval", choices=sorted(SPLITS))
     parser.add_argument("--limit", type=int, help="only the first N scenarios of the split")
-    parser.add_argument("--k", type=int, default=4, help="samples per scenario")
+    parser.add_argument(
+        "--k",
+        type=int,
+        help="samples per scenario (default 4; 1 for a scripted policy: its samples are identical)",
+    )
     parser.add_argument(
         "--twins",
         action="store_true",
@@ -341,14 +365,19 @@ def run(args: argparse.Namespace) -> int:
     from env.generation.generator import generate
 
     target = _target(args)
+    if args.k is None:  # a scripted policy is deterministic: more samples repeat the first
+        args.k = 1 if target.kind == "program" else DEFAULT_K
     try:
         seeds = split_seeds(args.split, args.limit)
     except ValueError as exc:  # an open-ended split without --limit
         raise UsageError(str(exc)) from None
+    if args.limit is not None and len(seeds) < args.limit:
+        print(limit_note(args.split, args.limit, len(seeds)), file=sys.stderr)
     tag = f"{args.split}-twins" if args.twins else args.split
     run_dir = args.out or Path("results") / f"{target.slug}-{tag}-k{args.k}"
     if run_dir.exists() and not run_dir.is_dir():
         raise UsageError(f"--out {run_dir} is a file; give a directory for the run")
+    check_run_folder(run_dir)
     if target.kind in ("openai", "litellm"):
         api_key(target)  # a missing key is one line before anything touches the network
         check_reachable(target)
@@ -378,6 +407,7 @@ def run(args: argparse.Namespace) -> int:
                 keep_transcript=not args.no_transcript,
                 force=args.force,
                 seed=args.seed,
+                stop_on_interrupt=True,
             )
         )
     except RunStopped as stopped:
@@ -387,6 +417,8 @@ def run(args: argparse.Namespace) -> int:
             f"error: {stopped} ({missing} of {stopped.run.planned} episodes to go)", file=sys.stderr
         )
         return EXIT_UNREACHABLE
+    if result.interrupted:
+        return _report_interrupted(result)
     _print_summary(result)
     if args.twins:
         _print_twins(result, twin_ids, args.seed)
@@ -414,6 +446,17 @@ def _print_summary(result: EvalRun) -> None:
     print("\n".join(headline(result.summary)))
     print(f"summary: {result.summary_md}")
     print(f"episodes: {result.run_dir / EPISODES}")
+
+
+def _report_interrupted(result: EvalRun) -> int:
+    """One line: what Ctrl-C left recorded, and how to go on."""
+    where = f"{result.run_dir}" + (f", summary {result.summary_md}" if result.summary else "")
+    print(
+        f"interrupted: {result.recorded} of {result.planned} episodes kept ({where}); "
+        "rerun the same command to resume",
+        file=sys.stderr,
+    )
+    return EXIT_INTERRUPTED
 
 
 def _report_incomplete(result: EvalRun) -> int:

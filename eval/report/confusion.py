@@ -3,7 +3,9 @@
 Each cell is shaded by its count on a light-to-dark blue ramp, and its count is written in
 whichever of black or white contrasts more with that shade (WCAG 2 contrast ratio), so
 a count on the darkest cell is as readable as on the lightest; the Chromium test checks each
-cell's computed colours. Text, not a picture: the counts can be selected and searched.
+cell's computed colours. Text, not a picture: the counts can be selected and searched. Column
+names are set upright (report.css), so every class and "(no submission)" fit a 1,400 px page;
+the Chromium test checks that too.
 """
 
 from __future__ import annotations
@@ -64,7 +66,7 @@ def confusion_table(run: dict[str, Any]) -> str:
     table = run["confusion"]
     rows, columns, matrix = table["rows"], table["columns"], table["matrix"]
     top = max((count for row in matrix for count in row), default=0) or 1
-    head = "".join(f"<th>{escape(str(c))}</th>" for c in columns)
+    head = "".join(f"<th class='col'><span>{escape(str(c))}</span></th>" for c in columns)
     body = []
     for name, counts in zip(rows, matrix, strict=True):
         cells = []

@@ -132,9 +132,13 @@ def _diversity(items: list[dict[str, Any]], out: Path) -> str:
 
 def diagnostics_html(report: dict[str, Any], out: Path) -> str:
     block = report["diagnostics"]
+    diversity = ""
+    if report["training"]:  # an eval-only page says once, in its header, what metrics add
+        diversity = "<h3>Tool-call diversity within training groups</h3>" + _diversity(
+            block["diversity"], out
+        )
     return (
         f"<p class='note'>{escape(block['definition'])}.</p>"
         + "".join(_run(run) for run in block["runs"])
-        + "<h3>Tool-call diversity within training groups</h3>"
-        + _diversity(block["diversity"], out)
+        + diversity
     )

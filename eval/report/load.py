@@ -16,8 +16,10 @@ from typing import Any
 from eval.episode_log import EPISODES, RUN_CONFIG, RunLogError, read_episodes
 from eval.episode_log import EpisodeLine as EpisodeLine  # re-exported for the report's modules
 from eval.report.diversity import row_diversity
+from eval.summary import SUMMARY_JSON
 
 ART_HISTORY = "history.jsonl"
+STAMPED = ("ledgergym_version", "commit")  # from summary.json's stamp into the run's config
 TRL_METRICS = "metrics.jsonl"
 # ART's rollout metrics that are reward terms ("reward/<term>"); "reward/total" is the sum
 _ART_TERM_PREFIX = "reward/"
@@ -104,7 +106,18 @@ def load_run(path: Path, name: str | None = None) -> RunData:
         except (OSError, ValueError) as exc:
             raise ReportInputError(f"cannot read {config_path}: {exc}") from None
     label = name or str(config.get("model") or lines[0].policy or directory.name)
-    return RunData(name=label, path=directory, config=config, lines=lines)
+    return RunData(name=label, path=directory, config=_stamped(directory, config), lines=lines)
+
+
+def _stamped(directory: Path, config: dict[str, Any]) -> dict[str, Any]:
+    """run.json plus what summary.json's stamp adds about the code that ran (its version and
+    commit: run.json is written before them); an unreadable summary adds nothing."""
+    try:
+        stamp = json.loads((directory / SUMMARY_JSON).read_text(encoding="utf-8"))["stamp"]
+        added = {key: stamp[key] for key in STAMPED if key in stamp}
+    except (OSError, ValueError, KeyError, TypeError):
+        return config
+    return {**added, **config}
 
 
 def unique_names(runs: list[RunData]) -> list[RunData]:

@@ -65,8 +65,6 @@ def _rate(block: dict[str, Any]) -> str:
 
 
 def _training(report: dict[str, Any], out: Path) -> str:
-    if not report["training"]:
-        return "<p class='empty'>No training metrics given (--train-metrics PATH).</p>"
     parts = []
     for item in report["training"]:
         parts.append(f"<h3>{escape(item['name'])} ({escape(item['source'])})</h3>")
@@ -293,8 +291,10 @@ def _script_json(value: Any) -> str:
 
 
 def render_page(report: dict[str, Any], viewer: dict[str, Any], out: Path) -> str:
+    trained = bool(report["training"])  # an eval-only page has no training section at all
+    shown = [(key, title) for key, title in SECTIONS if trained or key != "training"]
     bodies = {
-        "training": _training(report, out),
+        "training": _training(report, out) if trained else "",
         "before-after": _before_after(report, out),
         "paired": _paired(report),
         "groups": _groups(report, out),
@@ -306,10 +306,10 @@ def render_page(report: dict[str, Any], viewer: dict[str, Any], out: Path) -> st
         "reading": _reading(report),
         "viewer": _viewer(),
     }
-    nav = "".join(f"<a href='#{key}'>{escape(title)}</a>" for key, title in SECTIONS)
+    nav = "".join(f"<a href='#{key}'>{escape(title)}</a>" for key, title in shown)
     sections = "".join(
         f"<section class='panel' id='{key}'><h2>{escape(title)}</h2>{bodies[key]}</section>"
-        for key, title in SECTIONS
+        for key, title in shown
     )
     runs = "".join(
         f"<li>{escape(run['name'])}: <code>{escape(run['path'])}</code>, split "
@@ -318,13 +318,19 @@ def render_page(report: dict[str, Any], viewer: dict[str, Any], out: Path) -> st
         for run in report["runs"]
     )
     warnings = "".join(f"<p class='warning'>{escape(w)}</p>" for w in report["warnings"])
+    kind = "training report" if trained else "evaluation report"
+    if not trained:
+        warnings += (
+            "<p class='note'>Evaluation runs only: training curves and tool-call diversity "
+            "join the page with <code>--train-metrics PATH</code>.</p>"
+        )
     css = (ASSETS / "report.css").read_text(encoding="utf-8")
     js = (ASSETS / "viewer.js").read_text(encoding="utf-8")
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
-        "<title>LedgerGym training report</title>"
+        f"<title>LedgerGym {kind}</title>"
         f"<style>{css}</style></head><body>"
-        f"<header><h1>LedgerGym training report</h1>"
+        f"<header><h1>LedgerGym {kind}</h1>"
         f"<p>Built by LedgerGym {escape(str(report.get('ledgergym_version', '–')))}.</p>"
         f"<ul class='runs'>{runs}</ul>{warnings}"
         f"<nav>{nav}</nav></header>{sections}"

@@ -25,12 +25,13 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp_types import CallToolResult
 
-from doors.mcp_server import NO_SESSION_ERROR
+from doors.mcp_server import COMPLAINT_HEADING, NO_SESSION_ERROR
 from env.generation.generator import generate
 from env.generation.splits import split_seeds
-from env.ledger_env import LedgerEnv
+from env.ledger_env import LedgerEnv, system_prompt
 from env.scenario import Scenario, reveal_truth
 from tests.doors.vf_eval import ROOT
+from tests.support.snippets import python_blocks, run_snippet
 
 
 def _one_affected_invoice() -> Scenario:
@@ -131,6 +132,18 @@ def test_the_server_lists_exactly_the_nine_tools_with_ledger_envs_schemas(transp
 
 
 @TRANSPORTS
+def test_the_server_instructions_are_the_rollouts_system_prompt_and_the_complaint(transport):
+    async def body(connect: Connect) -> None:
+        async with connect() as client:
+            instructions = client.instructions
+        assert instructions is not None
+        prompt, complaint = instructions.split(f"\n\n{COMPLAINT_HEADING}\n\n")
+        assert [prompt, complaint] == [system_prompt(), _PLAYED.complaint]
+
+    _run(transport, body)
+
+
+@TRANSPORTS
 def test_the_reference_solution_is_graded_a_grounded_success_with_full_marks(transport):
     async def body(connect: Connect) -> None:
         async with connect() as client:
@@ -214,3 +227,21 @@ def test_a_bad_command_line_is_one_clear_line_and_exit_status_2(args, message):
     )
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and message in done.stderr
+
+
+def _doors_readme_snippet(marker: str) -> str:
+    """The one ```python block of doors/README.md that contains `marker`."""
+    text = (ROOT / "doors" / "README.md").read_text(encoding="utf-8")
+    [block] = [code for code in python_blocks(text) if marker in code]
+    return block
+
+
+def test_the_readmes_mcp_client_example_runs_as_written():
+    done = run_snippet(_doors_readme_snippet("doors.mcp_server"), timeout_s=LIMIT_S * 2)
+
+    assert done.returncode == 0, done.stderr[-2000:]
+    scenario = generate("eval", 100021)
+    assert done.stdout.startswith(scenario.complaint)
+    assert "9 tools: get_customer, " in done.stdout
+    assert "'success': True, 'grounded_success': False" in done.stdout  # eval-100021: no_error
+    assert "'reward': {'variant': 'shaped', 'total': 0.0" in done.stdout

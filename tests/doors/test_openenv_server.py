@@ -29,12 +29,21 @@ from agent.program_policy import reference_policy, reference_program
 from doors.openenv_client import LedgerGymClient
 from doors.openenv_env import CLOSED, NO_EPISODE
 from doors.openenv_types import EpisodeStarted, ToolResult
+from env.generation.generator import generate
 from env.ledger_env import LedgerEnv
 from env.scenario import Scenario
 from tests.doors.players import eval_scenarios, rollout_reward, uncredited_policy
 from tests.doors.players import uncredited_program as uncredited
-from tests.doors.test_mcp_server import _PLAYED, AFFECTED, CUSTOMER, OWED, SCENARIO
+from tests.doors.test_mcp_server import (
+    _PLAYED,
+    AFFECTED,
+    CUSTOMER,
+    OWED,
+    SCENARIO,
+    _doors_readme_snippet,
+)
 from tests.doors.vf_eval import ROOT
+from tests.support.snippets import run_snippet
 
 START_S = 120  # openenv-core imports gradio: a cold start on a busy machine takes a while
 CLIENTS = 4  # concurrent clients in the parity test
@@ -260,3 +269,13 @@ def test_help_works_and_a_bad_flag_is_one_line_with_exit_status_2():
     bad = run("--session-timeout", "0")
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1
     assert "must be more than 0 seconds" in bad.stderr
+
+
+def test_the_readmes_openenv_snippet_runs_as_written(servers):
+    code = _doors_readme_snippet("LedgerGymClient")
+    assert "http://127.0.0.1:8000" in code and "asyncio.run(main())" in code
+    done = run_snippet(code.replace("http://127.0.0.1:8000", servers["roomy"]), timeout_s=START_S)
+
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith(generate("eval", 100021).complaint)
+    assert "9 tools: get_customer, " in done.stdout and "done: True reward: 0.0" in done.stdout

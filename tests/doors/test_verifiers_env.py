@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, get_args
@@ -33,7 +35,6 @@ from env.generation.splits import SPLITS
 from env.ledger_env import LedgerEnv, system_prompt
 from env.scenario import Scenario
 from rewards.reward import Variant
-from tests.doors.done_relay import DoneRelay
 from tests.doors.players import (
     alternate,
     eval_scenarios,
@@ -42,7 +43,7 @@ from tests.doors.players import (
     rollout_reward,
     uncredited_policy,
 )
-from tests.doors.vf_eval import run_vf_eval, trace_errors
+from tests.doors.vf_eval import ROOT, relay_command, run_vf_eval, trace_errors
 from tests.support.scripted_server import ScriptedOpenAIServer
 
 VARIANTS: tuple[Variant, ...] = ("shaped", "binary")
@@ -169,6 +170,36 @@ def test_vf_eval_against_a_real_server_scores_like_the_rollout(variant, tmp_path
     assert first_request["tools"] == LedgerEnv.tool_specs()
 
 
+NO_DONE = "ProviderError: upstream stream ended before its terminal event"
+
+
+def test_the_relay_command_lets_vf_eval_play_a_server_whose_streams_lack_done(tmp_path):
+    """What `transformers serve` does, scripted: verifiers refuses it bare, plays it relayed."""
+    with ScriptedOpenAIServer(program_responder(reference_for_all), streaming="no-done") as server:
+        [bare] = run_vf_eval(server.base_url, tmp_path / "bare", limit=1)
+        with relay_command(server.base_url) as relayed:
+            [trace] = run_vf_eval(relayed, tmp_path / "relayed", limit=1)
+
+    assert trace_errors(bare) == [NO_DONE]
+    assert not trace_errors(trace), trace_errors(trace)
+    assert trace["rewards"]["ledger_reward"]["score"] == 1.0
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--upstream", "localhost:8000"], "is not an http(s) URL"),
+        (["--upstream", "http://127.0.0.1:8000/v1", "--port", "70000"], "between 0 and 65535"),
+    ],
+)
+def test_a_bad_relay_command_line_is_one_line_and_exit_status_2(args, message):
+    done = subprocess.run(
+        [sys.executable, "-m", "doors.done_relay", *args],
+        cwd=ROOT, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and message in done.stderr
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_vf_eval_scores_the_reference_like_the_rollout_on_all_100_eval_scenarios(variant, tmp_path):
@@ -210,8 +241,8 @@ def _smollm2_trace(base_url: str, checkpoint: Path, out: Path) -> dict[str, Any]
 @pytest.mark.slow
 def test_vf_eval_plays_smollm2_behind_transformers_serve(smollm2_server, tmp_path):
     base_url, checkpoint = smollm2_server
-    with DoneRelay(base_url) as relay:  # adds the stream end verifiers needs (done_relay.py)
-        trace = _smollm2_trace(relay.base_url, checkpoint, tmp_path)
+    with relay_command(base_url) as relayed:  # as doors/README.md runs it offline
+        trace = _smollm2_trace(relayed, checkpoint, tmp_path)
 
     assert not trace_errors(trace), trace_errors(trace)
     assert trace["rewards"]["ledger_reward"]["score"] is not None
@@ -224,4 +255,4 @@ def test_verifiers_refuses_transformers_serves_streams_without_the_relay(smollm2
     base_url, checkpoint = smollm2_server
     trace = _smollm2_trace(base_url, checkpoint, tmp_path)
 
-    assert trace_errors(trace) == ["ProviderError: upstream stream ended before its terminal event"]
+    assert trace_errors(trace) == [NO_DONE]

@@ -2,15 +2,20 @@
 
 The command is the installed console script, in a child process bounded in time; the venv's
 `bin` leads PATH because the `null` harness runs its chat program with `uv` from there. Returns
-the run's traces (`traces.jsonl`), one per rollout. Test support only.
+the run's traces (`traces.jsonl`), one per rollout. `relay_command` runs the relay the docs
+give for servers that end streams without `[DONE]` (`python -m doors.done_relay`). Test support
+only.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -53,3 +58,19 @@ def run_vf_eval(
 
 def trace_errors(trace: dict[str, Any]) -> list[str]:
     return [f"{error['type']}: {error['message'][:300]}" for error in trace.get("errors", [])]
+
+
+@contextmanager
+def relay_command(upstream: str) -> Iterator[str]:
+    """`python -m doors.done_relay --upstream UPSTREAM --port 0` as a child; yields its URL."""
+    command = [sys.executable, "-m", "doors.done_relay", "--upstream", upstream, "--port", "0"]
+    relay = subprocess.Popen(command, cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    try:
+        assert relay.stderr is not None
+        line = relay.stderr.readline()
+        found = re.search(r"relaying at (http://127\.0\.0\.1:\d+/v1) to ", line)
+        assert found, f"no URL in the relay's first line: {line!r}"
+        yield found.group(1)
+    finally:
+        relay.terminate()
+        relay.wait(timeout=30)

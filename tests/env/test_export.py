@@ -21,6 +21,7 @@ from env.ledger_env import LedgerEnv
 from env.scenario import reveal_truth
 from eval.grader import grade_episode
 from rewards.reward import RewardConfig, compute_reward
+from tests.support.snippets import python_blocks, run_snippet
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFEST = json.loads((ROOT / "env" / "data" / "manifest.json").read_text(encoding="utf-8"))
@@ -74,6 +75,23 @@ def test_the_dataset_card_has_a_hugging_face_yaml_header(exported):
     for field in ("license:", "size_categories:", "configs:", "path: data/eval.jsonl"):
         assert field in header
     assert "num_examples: 100" in header
+    assert "license: apache-2.0" in header and "License: Apache-2.0" in card
+
+
+def test_the_cards_loading_snippets_run_as_written_from_the_export_folder(exported):
+    """With LedgerGym (back to `Scenario`s) and without it (plain JSON and SQLite)."""
+    blocks = python_blocks((exported / "README.md").read_text(encoding="utf-8"))
+    assert len(blocks) == 2
+    outputs = []
+    for code in blocks:
+        done = run_snippet(code, cwd=exported)
+        assert done.returncode == 0, done.stderr[-2000:]
+        outputs.append(done.stdout)
+    with_ledgergym, plain = outputs
+    assert with_ledgergym.startswith("100 scenarios; eval-100000 starts with:")
+    first = generate("eval", 100000)
+    assert first.complaint[:80] in with_ledgergym
+    assert plain.startswith("100 rows; eval-100000 has ") and plain.rstrip().endswith(" invoices")
 
 
 def test_a_split_the_manifest_does_not_freeze_is_one_line_and_exit_status_2(tmp_path):

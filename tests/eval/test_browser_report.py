@@ -30,9 +30,10 @@ from typing import Any
 import pytest
 
 from agent.program_policy import ProgramPolicy
+from env.labels import ROOT_CAUSES
 from eval.report.build import write_report
-from eval.report.load import load_run, load_train_metrics
-from tests.eval.report_fixtures import contract_run
+from eval.report.load import RunData, load_run, load_train_metrics
+from tests.eval.report_fixtures import contract_run, grade, line
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 LIMIT = 6  # the first eval seeds: four credit cases, the held-out class and a no_error case
@@ -236,7 +237,20 @@ def report_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
     metrics.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     # the real runs' logs may predate transcripts; the contract-shaped run has them
     loaded = [load_run(path) for path in runs] + [contract_run(root / "fixture")]
+    loaded.append(_every_class_run(root / "every-class"))
     return write_report(loaded, [load_train_metrics(metrics)], root / "report")
+
+
+def _every_class_run(directory: Path) -> RunData:
+    """Every root cause reported, and one episode that never submitted: the widest matrix."""
+    reported = [*ROOT_CAUSES[1:], ROOT_CAUSES[0]]
+    lines = [
+        line(f"c{i}", label=true, success=False, grade=grade(False, reported_label=said))
+        for i, (true, said) in enumerate(zip(ROOT_CAUSES, reported, strict=True))
+    ]
+    lines.append(line("c-none", success=False, grade=grade(False, reported_label=None)))
+    config = {"model": "every-class", "kind": "program", "split": "eval", "k": 1}
+    return RunData("every-class", directory, config, lines)
 
 
 @pytest.fixture(scope="module")
@@ -427,3 +441,23 @@ def test_the_diversity_curve_is_drawn_with_its_collapse_warning(browser):
     )
     assert any("steps 2–4" in line for line in tops)
     assert browser.errors() == []
+
+
+FIT_JS = """(() => { const panel = document.getElementById('confusion');
+  const edge = panel.getBoundingClientRect().right;
+  return Array.from(panel.querySelectorAll('table.confusion')).map(table =>
+      [table.querySelectorAll('th.col').length, table.getBoundingClientRect().right - edge]);
+})()"""
+
+
+def test_the_widest_confusion_matrix_fits_a_1400_px_page(browser):
+    browser.send(
+        "Emulation.setDeviceMetricsOverride", width=1400, height=900, deviceScaleFactor=1,
+        mobile=False,
+    )  # fmt: skip
+    try:
+        tables = browser.evaluate(FIT_JS)
+    finally:
+        browser.send("Emulation.clearDeviceMetricsOverride")
+    assert max(columns for columns, _ in tables) == len(ROOT_CAUSES) + 1
+    assert all(overflow <= 0 for _, overflow in tables), tables

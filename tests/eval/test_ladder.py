@@ -7,7 +7,12 @@ by `eval.grader`, as `python -m eval.ladder` does.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import pty
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -34,6 +39,7 @@ from tests.agent.test_auditor import _RESULTS, _mutated
 
 PER_LEVEL = 10  # eval scenarios of each level, in seed order
 NO_ERROR = 10  # no_error scenarios for the credit check
+REPO = Path(__file__).resolve().parents[2]
 SHALLOW = ("complaint-guess", "one-look", "signal-only")
 CREDITING = ("one-look", "signal-only")  # the shallow rungs that draft credit notes
 
@@ -146,6 +152,37 @@ def test_the_command_prints_the_table_and_writes_json_and_markdown(tmp_path, cap
         assert TWINS in report["splits"] and not report["notes"]
     else:
         assert report["notes"] == [TWINS_ABSENT] and TWINS_ABSENT in printed
+
+
+def _on_a_terminal(*args: str) -> str:
+    """`python -m eval.ladder ARGS` with stdout and stderr on one pseudo-terminal, as a person
+    runs it (progress bars draw only there); everything the terminal received."""
+    main_fd, child_fd = pty.openpty()
+    env = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "120"}
+    child = subprocess.Popen(
+        [sys.executable, "-m", "eval.ladder", *args],
+        cwd=REPO, env=env, stdin=child_fd, stdout=child_fd, stderr=child_fd,
+    )  # fmt: skip
+    os.close(child_fd)
+    received = b""
+    with contextlib.suppress(OSError):  # EIO: the child closed the terminal
+        while chunk := os.read(main_fd, 1 << 16):
+            received += chunk
+    os.close(main_fd)
+    assert child.wait(timeout=600) == 0, received[-2000:]
+    return received.decode("utf-8", errors="replace")
+
+
+def test_on_a_terminal_the_table_is_not_pushed_down_by_finished_progress_bars():
+    screen = _on_a_terminal("--splits", "eval", "heldout", "--limit", "2", "--concurrency", "1")
+    before, title, _ = screen.partition("# Difficulty ladder")
+    assert title, screen[-2000:]
+    assert "\n" not in before, f"{before.count(chr(10))} lines before the table: {before!r}"
+
+
+def test_a_limit_past_a_split_plays_the_whole_split_and_says_so(capsys):
+    assert main(["--splits", "heldout", "--limit", "51", "--concurrency", "1"]) == 0
+    assert "note: heldout holds 50 scenarios; --limit 51 plays all 50" in capsys.readouterr().err
 
 
 def test_an_unknown_split_is_one_line(capsys):

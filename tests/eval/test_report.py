@@ -268,3 +268,25 @@ def test_every_shade_of_the_confusion_table_takes_a_readable_count():
     ratios = [contrast(shade(i / 200), text_colour(shade(i / 200))) for i in range(201)]
     assert min(ratios) >= 4.5  # WCAG AA; near the dark end the count turns white
     assert text_colour(shade(1.0)) == (255, 255, 255) and text_colour(shade(0.0)) == (0, 0, 0)
+
+
+def test_an_eval_only_page_drops_the_training_section_and_names_each_runs_version(tmp_path):
+    """run.json carries no version; the page takes it from summary.json's stamp."""
+    from eval.report.build import build_report
+    from eval.run import main as eval_run
+    from ledgergym import __version__
+
+    run = tmp_path / "auditor"
+    assert eval_run(["--model", "auditor", "--limit", "2", "--out", str(run)]) == 0
+    html = build_report([run], tmp_path / "eval-only").read_text("utf-8")
+    assert f"split eval, LedgerGym {__version__}</li>" in html and "LedgerGym –" not in html
+    assert "<h1>LedgerGym evaluation report</h1>" in html and "--train-metrics PATH" in html
+    assert "id='training'" not in html and "Training curves" not in html
+    assert "No training metrics given" not in html and "Tool-call diversity" not in html
+
+    history = tmp_path / "history.jsonl"
+    history.write_text("".join(json.dumps(row) + "\n" for row in ART_ROWS), "utf-8")
+    trained = build_report([run], tmp_path / "trained", train_metrics=[history])
+    html = trained.read_text("utf-8")
+    assert "<h1>LedgerGym training report</h1>" in html and "id='training'" in html
+    assert html.index("id='training'") < html.index("id='before-after'")

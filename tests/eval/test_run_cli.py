@@ -125,12 +125,12 @@ def test_a_litellm_run_against_the_scripted_server_passes_every_episode(tmp_path
 @pytest.fixture(scope="module")
 def resumed_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """A run over the openai client killed with SIGKILL midway, torn, then resumed."""
-    out = tmp_path_factory.mktemp("openai-run")
+    out = tmp_path_factory.mktemp("openai-run") / "run"  # its stderr file beside, not in it
     path = out / "episodes.jsonl"
     with ScriptedOpenAIServer(replay_by_complaint, latency_s=0.1) as server:
         args = ("--base-url", server.base_url, "--model-name", "scripted", "--limit", LIMIT,
                 "--k", K, "--concurrency", 2, "--out", out)  # fmt: skip
-        with (out / "killed.err").open("w") as err:
+        with (out.parent / "killed.err").open("w") as err:
             child = subprocess.Popen(command(*args), env=child_env(), stdout=err, stderr=err)
             deadline = time.monotonic() + 300
             while time.monotonic() < deadline and child.poll() is None:

@@ -128,6 +128,24 @@ def test_compare_marks_rows_whose_intervals_do_not_overlap(tmp_path, capsys):
     assert not rate.endswith("| * |")
 
 
+def test_compare_at_k_1_prints_each_group_once(tmp_path, capsys):
+    for name, k in (("a", 1), ("b", 1), ("c", 2)):
+        lines = [line(f"t{i}", s, i % 2 == 0) for i in range(6) for s in range(k)]
+        (tmp_path / name).mkdir()
+        write_summary(tmp_path / name, summarize(lines, k=k, stamp={**STAMP, "model": name}))
+
+    assert compare.main([str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+    rows = [row for row in capsys.readouterr().out.splitlines() if row.startswith("| overall")]
+    assert [row.split(" | ")[0] for row in rows] == ["| overall (n=6/6) pass^1"]
+
+    assert compare.main([str(tmp_path / "a"), str(tmp_path / "c")]) == 0  # k differs: both
+    rows = [row for row in capsys.readouterr().out.splitlines() if row.startswith("| overall")]
+    assert [row.split(" | ")[0] for row in rows] == [
+        "| overall (n=6/6) pass^1",
+        "| overall (n=6/6) pass^k",
+    ]
+
+
 def test_compare_without_two_runs_says_what_is_missing_in_one_line(capsys):
     assert compare.main(["only-one"]) == 2
     error = capsys.readouterr().err

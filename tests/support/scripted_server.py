@@ -8,7 +8,8 @@ can be scripted too: any HTTP status (`fail_next`), a hang (`hang`), a crash mid
 (`die_after`), a context limit (`max_model_len`), and the two ways real servers treat a tool
 call they cannot parse (`malformed_calls`: vLLM returns it as text, `transformers serve`
 answers a plain HTTP 500 up to 5.24 and, from 5.25, an HTTP 400 with FastAPI's `detail` body).
-`streaming=True` answers `stream: true` requests as server-sent events
+`streaming=True` answers `stream: true` requests as server-sent events (`"no-done"`: without the
+closing `data: [DONE]`, as `transformers serve` streams)
 (`tests.support.scripted_stream`); by default they are refused. Test support only.
 Use: `with ScriptedOpenAIServer(replay_responder([...])) as server: ... server.base_url`.
 """
@@ -129,7 +130,7 @@ class ScriptedOpenAIServer:
         malformed_calls: MalformedCalls = "pass",
         max_model_len: int | None = None,
         die_after: int | None = None,
-        streaming: bool = False,
+        streaming: bool | Literal["no-done"] = False,
     ) -> None:
         """`die_after`: answer that many chat requests, then crash on the next one (the
         connection drops unanswered and nothing listens any more)."""
@@ -456,7 +457,9 @@ class _Handler(BaseHTTPRequestHandler):
                 self.connection.shutdown(socket.SHUT_RDWR)
             return
         if body.get("stream"):  # only reached with `streaming=True`
-            self._send_bytes(status, stream_events(body, payload), "text/event-stream", {})
+            done = self.server.scripted.streaming != "no-done"
+            events = stream_events(body, payload, done=done)
+            self._send_bytes(status, events, "text/event-stream", {})
             return
         self._send(status, payload)
 

@@ -11,8 +11,9 @@ import json
 from typing import Any
 
 
-def stream_events(body: dict[str, Any], completion: dict[str, Any]) -> bytes:
-    """The SSE bytes for `completion`, the non-streamed answer to `body`."""
+def stream_events(body: dict[str, Any], completion: dict[str, Any], *, done: bool = True) -> bytes:
+    """The SSE bytes for `completion`, the non-streamed answer to `body`; `done=False` leaves
+    out the closing sentinel, as `transformers serve` does."""
     choice = completion["choices"][0]
     message = choice["message"]
     delta: dict[str, Any] = {"role": "assistant", "content": message["content"]}
@@ -24,7 +25,9 @@ def stream_events(body: dict[str, Any], completion: dict[str, Any]) -> bytes:
     ]
     if (body.get("stream_options") or {}).get("include_usage"):
         chunks.append(_chunk(completion, [], usage=completion["usage"]))
-    events = [f"data: {json.dumps(chunk)}\n\n" for chunk in chunks] + ["data: [DONE]\n\n"]
+    events = [f"data: {json.dumps(chunk)}\n\n" for chunk in chunks] + (
+        ["data: [DONE]\n\n"] if done else []
+    )
     return "".join(events).encode("utf-8")
 
 

@@ -116,6 +116,7 @@ def model_card(
     lines = [
         "---",
         f"base_model: {run.base_model}",
+        "license: apache-2.0",
         "library_name: peft",
         "tags: [ledgergym, billsleuth, grpo, lora, openpipe-art]",
         "---",
