@@ -65,6 +65,7 @@ print(json.dumps({
     "peft": config["peft_args"],
     "engine": config["engine_args"],
     "init": config["init_args"],
+    "trainer": config["trainer_args"],
     "handler_error": handler_error,
 }))
 """
@@ -105,6 +106,14 @@ def test_the_runs_model_config_builds_without_megatron(registered):
     assert (engine["max_model_len"], engine["max_lora_rank"]) == (32768, 16)
     assert engine["gpu_memory_utilization"] == 0.7
     assert registered["init"]["max_seq_length"] == 32768
+
+
+def test_the_runs_max_grad_norm_reaches_arts_trainer_args_beside_arts_own(registered):
+    trainer = registered["trainer"]
+    assert trainer["max_grad_norm"] == 0.1  # [grpo] max_grad_norm of binary-01
+    # ART's own settings stay: one row per step, its AdamW (runs/README.md, What ART optimises)
+    assert trainer["gradient_accumulation_steps"] == 1 and trainer["optim"] == "paged_adamw_8bit"
+    assert (trainer["adam_beta2"], trainer["weight_decay"]) == (0.99, 0.1)
 
 
 def test_a_handlers_megatron_code_says_what_is_missing(registered):

@@ -59,6 +59,15 @@ def test_vllm_samples_nothing_longer_than_training_keeps_and_loads_the_runs_rank
     ]
 
 
+def test_the_runs_max_grad_norm_is_the_one_trainer_arg_given_to_art():
+    run = load_run_config("binary-01")
+    assert internal_config(run)["trainer_args"] == {"max_grad_norm": 0.1}
+    looser = run.model_copy(update={"grpo": run.grpo.model_copy(update={"max_grad_norm": 0.5})})
+    assert internal_config(looser)["trainer_args"] == {"max_grad_norm": 0.5}
+    hosted = with_backend("binary-01", kind="serverless")
+    assert "trainer_args" not in internal_config(hosted)  # Unsloth's trainer is local only
+
+
 def test_vllm_gets_the_qwen3_coder_tool_parser_at_registration():
     assert server_config(load_run_config("binary-01")) == {
         "server_args": {"tool_call_parser": "qwen3_coder"}
