@@ -80,7 +80,7 @@ def test_beyond_k_spread_is_the_plug_in_binomial_and_matches_the_issue_figures()
 def test_the_verdicts_follow_the_stated_thresholds():
     assert judge(result(success=0.01)).verdict == "warm start needed"
     low = judge(result(success=0.1))
-    assert low.verdict == "low base rate: 16 x 4" and "group_size = 16" in low.advice[0]
+    assert low.verdict == "low base rate: oversample 2" and "oversample = 2" in low.advice[0]
     assert judge(result(success=0.5)).verdict == "ready: 8 x 8"
     assert judge(result(success=0.95)).verdict == "saturated"
     few = judge(result(success=0.3, spread_share=0.1))

@@ -43,7 +43,9 @@ def test_one_invocation_walks_the_curriculum_to_l3_in_150_steps():
     for name in ART_RUNS:
         run = load_run_config(name)
         assert (run.grpo.max_steps, run.data.curriculum) == (150, ["L1", "L2", "L3"]), name
-        assert run.grpo.oversample == 1.5 and run.grpo.max_grad_norm == 0.1, name
+        assert run.grpo.oversample == (2.0 if name == "direct-grpo-01" else 1.5), name
+        assert (run.grpo.group_size, run.grpo.groups_per_step) == (8, 8), name
+        assert run.grpo.max_grad_norm == 0.1, name
 
 
 def test_a_teacher_that_reads_the_answer_is_refused_with_one_line():
