@@ -19,7 +19,7 @@ def _main(argv: Sequence[str] | None) -> int:
     parser = Parser(prog="python -m experiments.reward_lab.recipe", description=__doc__)
     parser.add_argument("--seeds", type=int, help="seeds per arm (default: the scale's)")
     parser.add_argument("--first-seed", type=int, default=0)
-    parser.add_argument("--quick", action="store_true", help="one seed, two steps (CI)")
+    parser.add_argument("--quick", action="store_true", help="one seed, two small steps (CI)")
     parser.add_argument("--scale", choices=sorted(SCALES), help="overrides --quick")
     parser.add_argument("--out", type=Path, default=ROOT / "outputs" / "recipe")
     args = parser.parse_args(argv)

@@ -51,7 +51,7 @@ class RecipeScale:
 
 SCALES = {
     "full": RecipeScale("full", 5, 20, 400, 100, 2, 64),
-    "quick": RecipeScale("quick", 1, 2, 48, 12, 1, 12),
+    "quick": RecipeScale("quick", 1, 2, 48, 12, 1, 12, shrink=2),
     "tiny": RecipeScale("tiny", 1, 1, 12, 4, 1, 6, shrink=4),
 }
 

@@ -67,8 +67,9 @@ def _fmt(x: float, kind: str) -> str:
 def show(iv: Interval, kind: str) -> str:
     if iv.n < 2 or iv.high - iv.low < 1e-12:
         return _fmt(iv.mean, kind)
-    if kind == "pct":
-        return f"{100 * iv.mean:.0f}% [{100 * iv.low:.0f}, {100 * iv.high:.0f}]"
+    if kind == "pct":  # a rate's interval is clipped to [0, 100]
+        low, high = max(iv.low, 0.0), min(iv.high, 1.0)
+        return f"{100 * iv.mean:.0f}% [{100 * low:.0f}, {100 * high:.0f}]"
     return f"{_fmt(iv.mean, kind)} [{_fmt(iv.low, kind)}, {_fmt(iv.high, kind)}]"
 
 
@@ -124,8 +125,8 @@ def markdown(results: RecipeResults, state: dict[str, object]) -> str:
         f"batch step lr {scale.lr_batch:g}. {len(results.runs)} runs, {results.episodes:,} "
         f"episodes in {results.seconds:.0f} s; 1-minute load average over the runs "
         f"{sum(loads) / len(loads):.1f} (max {max(loads):.1f}, {os.cpu_count()} cores).",
-        "Figures: mean over seeds [95% Student-t interval over seeds]; differences are paired "
-        "by seed (same scenario order, same val samples).",
+        "Figures: mean over seeds [95% Student-t interval over seeds; a rate's clipped to "
+        "[0, 100]]; differences are paired by seed (same scenario order, same val samples).",
         _cold_line(results) if results.cold else "",
         "",
     ]
