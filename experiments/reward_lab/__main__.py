@@ -1,5 +1,7 @@
 """`python -m experiments.reward_lab [--quick] [--seed N] [--out DIR]`: run the four experiments,
-print the tables, write outputs/lab/{report.md, summary.json, lab.png}."""
+print the tables, write outputs/lab/{report.md, summary.json, lab.png}; then one seed of the
+training-recipe comparisons at a small scale (a smoke of `python -m experiments.reward_lab.recipe`,
+which has the evidence) into outputs/lab/recipe/."""
 
 from __future__ import annotations
 
@@ -9,8 +11,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from env.cli import EXIT_FAILED, Parser, run_command
+from experiments.reward_lab import recipe_report
 from experiments.reward_lab.experiments import SCALES, run_all
+from experiments.reward_lab.recipe_plan import SCALES as RECIPE_SCALES
+from experiments.reward_lab.recipe_plan import run_recipe
 from experiments.reward_lab.report import ROOT, write
+
+RECIPE_SMOKE = {"default": "quick", "quick": "quick", "tiny": "tiny"}  # lab scale -> recipe scale
 
 
 def _main(argv: Sequence[str] | None) -> int:
@@ -29,8 +36,10 @@ def _main(argv: Sequence[str] | None) -> int:
         print(f"[{time.perf_counter() - started:6.1f} s] {line}", flush=True)
 
     results = run_all(scale, args.seed, say)
+    recipe = run_recipe(RECIPE_SCALES[RECIPE_SMOKE[scale.name]], [args.seed], say)
     try:
         paths = write(results, args.out)
+        paths += recipe_report.write(recipe, args.out / "recipe")
     except OSError as exc:
         print(f"error: cannot write the report to {args.out}: {exc}", file=sys.stderr)
         return EXIT_FAILED

@@ -32,6 +32,8 @@ def test_tiny_scale_runs_every_part(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert summary["scale"] == "tiny" and len(summary["runs"]) >= 10
     assert (tmp_path / "lab.png").read_bytes()[:4] == b"\x89PNG"
     assert not list(tmp_path.glob("*.partial*"))
+    recipe = (tmp_path / "recipe" / "report.md").read_text(encoding="utf-8")  # the recipe smoke
+    assert "## 3. Tool cost" in recipe and "recipe/summary.json" in printed
 
 
 def test_a_run_is_deterministic() -> None:
@@ -58,3 +60,4 @@ def test_quick_mode_as_ci_runs_it(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     assert "Traceback" not in done.stderr
     assert all(title in done.stdout for title in TABLES)
+    assert (tmp_path / "recipe" / "summary.json").exists()
