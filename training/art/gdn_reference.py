@@ -99,19 +99,7 @@ def recurrent_reference(
     State S [B, H, Dk, Dv]: S <- exp(g_t) S; S <- S + beta_t k_t (v_t - k_t S); o_t = q_t S.
     All tensors at value heads: [B, T, H, D] (g, beta: [B, T, H]).
     """
-    q, k, v, g, beta = (x.float() for x in (q, k, v, g, beta))
-    q = _l2norm(q) / math.sqrt(q.shape[-1])
-    k = _l2norm(k)
-    batch, tokens, heads, dk = k.shape
-    state = q.new_zeros(batch, heads, dk, v.shape[-1])
-    out = []
-    for t in range(tokens):
-        state = state * g[:, t].exp()[..., None, None]
-        k_t = k[:, t]
-        error = v[:, t] - torch.einsum("bhk,bhkv->bhv", k_t, state)
-        state = state + torch.einsum("bhk,bhv->bhkv", k_t, beta[:, t, :, None] * error)
-        out.append(torch.einsum("bhk,bhkv->bhv", q[:, t], state))
-    return torch.stack(out, dim=1)
+    return _recurrence(q, k, v, g, beta)
 
 
 def chunk_rounded(dtype: torch.dtype, chunk: int = 64) -> Kernel:
@@ -123,24 +111,38 @@ def chunk_rounded(dtype: torch.dtype, chunk: int = 64) -> Kernel:
     def kernel(
         q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor, beta: torch.Tensor
     ) -> torch.Tensor:
-        out_dtype = q.dtype
-        q, k, v, g, beta = (x.float() for x in (q, k, v, g, beta))
-        q = _l2norm(q) / math.sqrt(q.shape[-1])
-        k = _l2norm(k)
-        batch, tokens, heads, dk = k.shape
-        state = q.new_zeros(batch, heads, dk, v.shape[-1])
-        out = []
-        for t in range(tokens):
-            if t % chunk == 0:
-                state = _round(state, dtype)
-            state = state * g[:, t].exp()[..., None, None]
-            k_t = k[:, t]
-            error = v[:, t] - torch.einsum("bhk,bhkv->bhv", k_t, state)
-            state = state + torch.einsum("bhk,bhv->bhkv", k_t, beta[:, t, :, None] * error)
-            out.append(torch.einsum("bhk,bhkv->bhv", q[:, t], state))
-        return _round(torch.stack(out, dim=1), dtype).to(out_dtype)
+        out = _recurrence(q, k, v, g, beta, round_to=dtype, chunk=chunk)
+        return _round(out, dtype).to(q.dtype)
 
     return kernel
+
+
+def _recurrence(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    g: torch.Tensor,
+    beta: torch.Tensor,
+    *,
+    round_to: torch.dtype | None = None,
+    chunk: int = 64,
+) -> torch.Tensor:
+    """`recurrent_reference`'s maths; with `round_to`, the state rounded every `chunk` tokens."""
+    q, k, v, g, beta = (x.float() for x in (q, k, v, g, beta))
+    q = _l2norm(q) / math.sqrt(q.shape[-1])
+    k = _l2norm(k)
+    batch, tokens, heads, dk = k.shape
+    state = q.new_zeros(batch, heads, dk, v.shape[-1])
+    out = []
+    for t in range(tokens):
+        if round_to is not None and t % chunk == 0:
+            state = _round(state, round_to)
+        state = state * g[:, t].exp()[..., None, None]
+        k_t = k[:, t]
+        error = v[:, t] - torch.einsum("bhk,bhkv->bhv", k_t, state)
+        state = state + torch.einsum("bhk,bhv->bhkv", k_t, beta[:, t, :, None] * error)
+        out.append(torch.einsum("bhk,bhkv->bhv", q[:, t], state))
+    return torch.stack(out, dim=1)
 
 
 class _RoundTo(torch.autograd.Function):
