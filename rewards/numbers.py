@@ -15,6 +15,7 @@ import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 
+from rewards.display import OVERRIDES, visible
 from rewards.tokens import (
     CURRENCY_CODES,
     CURRENCY_MARKS,
@@ -55,12 +56,20 @@ _CHARS = {"−": "-", "‐": "-", "‑": "-", "’": "'", "‘": "'", "٫": ".",
 _CHARS.update({d: " - " for d in "‒–—―"})
 _CHARS.update(_SPACED)
 _OPEN, _DATE_OPEN, _CLOSED = 2, 1, 0  # G2.2 boundaries
+# G2.2: punctuation and symbols inside a word that are none of the grammar's own signs split it
+# (`Overcharge:120.56`); a `:` between two digits is a clock's (`10:30`)
+_ASCII_SPLITS = re.compile(r"""[!"#&();<>?@\[\\\]^`{|}~]|(?<![0-9]):|:(?![0-9])""")
+_OWN_SIGNS = frozenset(".,'_-+/\u2044*%$€£:")
 _GROUP_HEAD = re.compile(rf"[+-]?{MARK}?[0-9]{{1,3}}", re.ASCII)
 _GROUP_LAST = re.compile(rf"[0-9]{{3}}[.,][0-9]+(?:%|{MARK})?", re.ASCII)
+_DIGITS = frozenset("0123456789")
+_NO_OVERRIDES = str.maketrans(dict.fromkeys(OVERRIDES))
 
 
 def normalise(text: str) -> str:
-    """rewards/README.md G2.1: NFKC, decimal digits to ASCII, dashes, quotes, spaced signs."""
+    """rewards/README.md G2.1: the Unicode step of G2.0 (`visible`), NFKC, decimal digits to
+    ASCII, dashes, quotes, spaced signs."""
+    text = visible(text)
     if text.isascii():  # NFKC leaves ASCII as it is
         return text.replace("=", " = ") if "=" in text else text
     text = unicodedata.normalize("NFKC", text)
@@ -100,6 +109,52 @@ def _cut(word: str) -> _Cut:
     return _Cut(core, word[:start], word[start + len(core) :])
 
 
+@lru_cache(maxsize=4096)
+def _splits(ch: str) -> bool:
+    """G2.2: a character of Unicode category P or S that is none of the grammar's own signs."""
+    return unicodedata.category(ch)[0] in "PS" and ch not in _OWN_SIGNS
+
+
+@lru_cache(maxsize=65536)
+def _pieces(raw: str) -> tuple[str, ...]:
+    """G2.2: a whitespace-separated word split at the punctuation inside it, each separator a
+    piece of its own (`Overcharge:120.56` is `Overcharge`, `:`, `120.56`)."""
+    if raw.isascii() and _ASCII_SPLITS.search(raw) is None:
+        return (raw,)
+    pieces: list[str] = []
+    start = 0
+    for k, ch in enumerate(raw):
+        if ch == ":":
+            clock = 0 < k < len(raw) - 1 and raw[k - 1] in _DIGITS and raw[k + 1] in _DIGITS
+            split = not clock
+        else:
+            split = _splits(ch)
+        if split:
+            pieces += [raw[start:k], ch] if k > start else [ch]
+            start = k + 1
+    if start < len(raw):
+        pieces.append(raw[start:])
+    return tuple(pieces)
+
+
+def _separator(piece: str) -> bool:
+    """Is this piece one `_pieces` split at (a separator of its own)?"""
+    return len(piece) == 1 and (piece == ":" or _splits(piece))
+
+
+def _chunks(line: str) -> list[tuple[str, bool]]:
+    """The line's whitespace-separated words, each with whether an override (LRO, RLO) comes
+    before it on the line or inside it: G2.2 reads those as unreadable (a person sees them
+    reversed or reordered)."""
+    at = min((k for k in (line.find(c) for c in OVERRIDES) if k >= 0), default=-1)
+    if at < 0:
+        return [(word, False) for word in line.split()]
+    while at > 0 and not line[at - 1].isspace():
+        at -= 1
+    after = line[at:].translate(_NO_OVERRIDES)
+    return [(w, False) for w in line[:at].split()] + [(w, True) for w in after.split()]
+
+
 @lru_cache(maxsize=65536)
 def _glued(core: str) -> tuple[str, str, str] | None:
     """G2.2: a glued operator in a word that reads as a plain word: one `/` between two
@@ -123,30 +178,34 @@ def _glued(core: str) -> tuple[str, str, str] | None:
     return core[:i], core[i], core[i + 1 :]
 
 
-def _words(text: str) -> tuple[list[str], list[int], list[bool]]:
-    """G2.2: words, each one's boundary with the word before (open, date-open, closed), and
-    whether it is an operator."""
-    entries: list[tuple[str, int, bool]] = []
+def _words(text: str) -> list[tuple[str, int, bool, bool]]:
+    """G2.2: words, each with its boundary with the word before (open, date-open, closed),
+    whether it is an operator, and whether an override before it makes it unreadable."""
+    entries: list[tuple[str, int, bool, bool]] = []
     for line in normalise(text).splitlines():
         tail: str | None = None  # what the word before lost at its right; None: closed
-        for raw in line.split():
-            cut = _Cut(raw, "", "") if raw in OPERATORS else _cut(raw)
-            if not cut.core or cut.core in OPERATORS:
-                if cut.core:
-                    entries.append((cut.core, _CLOSED, True))
-                tail = None  # an operator or a dropped word closes the boundary
-                continue
-            link = _CLOSED
-            if tail is not None and not cut.left:
-                link = _OPEN if not tail else _DATE_OPEN if _dots(tail) else _CLOSED
-            glued = _glued(cut.core) if any(c in cut.core for c in _GLUED_OPS) else None
-            if glued:
-                a, op, b = glued
-                entries += [(a, link, False), (op, _CLOSED, True), (b, _CLOSED, False)]
-            else:
-                entries.append((cut.core, link, False))
-            tail = cut.right
-    return [e[0] for e in entries], [e[1] for e in entries], [e[2] for e in entries]
+        for chunk, reversed_ in _chunks(line):
+            for raw in _pieces(chunk):
+                cut = _Cut(raw, "", "") if raw in OPERATORS else _cut(raw)
+                if _separator(raw) and raw not in OPERATORS:
+                    cut = _Cut("", raw, "")  # a separator is dropped, like punctuation
+                if not cut.core or cut.core in OPERATORS:
+                    if cut.core:
+                        entries.append((cut.core, _CLOSED, True, reversed_))
+                    tail = None  # an operator or a dropped word closes the boundary
+                    continue
+                link = _CLOSED
+                if tail is not None and not cut.left:
+                    link = _OPEN if not tail else _DATE_OPEN if _dots(tail) else _CLOSED
+                glued = _glued(cut.core) if any(c in cut.core for c in _GLUED_OPS) else None
+                if glued:
+                    a, op, b = glued
+                    entries += [(a, link, False, reversed_), (op, _CLOSED, True, reversed_),
+                                (b, _CLOSED, False, reversed_)]  # fmt: skip
+                else:
+                    entries.append((cut.core, link, False, reversed_))
+                tail = cut.right
+    return entries
 
 
 def _dots(tail: str) -> bool:
@@ -158,7 +217,11 @@ class _Line:
     """The words of a text with their boundaries: what G2.3 may join."""
 
     def __init__(self, text: str) -> None:
-        self.words, self.links, self.ops = _words(text)
+        entries = _words(text)
+        self.words = [e[0] for e in entries]
+        self.links = [e[1] for e in entries]
+        self.ops = [e[2] for e in entries]
+        self.reversed = [e[3] for e in entries]
 
     def joins(self, i: int, n: int, date: bool = False) -> bool:
         """May words[i : i + n] be one phrase (every inner boundary open, or date-open)?"""
@@ -192,6 +255,8 @@ def _items(text: str) -> tuple[Token | str | None, ...]:
             i += 1
             continue
         token, used = _read_at(line, i)
+        if token is not None and any(line.reversed[i : i + used]):
+            token = Token(token.raw, "unreadable", token.raw)  # G2.2: after an override
         items.append(token)
         i += used
     return tuple(items)

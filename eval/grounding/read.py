@@ -14,6 +14,7 @@ import re
 import unicodedata
 from functools import lru_cache
 
+from eval.grounding.display import REVERSING, shown_characters
 from eval.grounding.notation import (
     MARKS,
     Reading,
@@ -54,8 +55,10 @@ _NUMBER_WORDS["billion"] = (10**9, "scale")
 
 
 def _clean(text: str) -> str:
-    """rewards/README.md G2.1: NFKC, every decimal digit to ASCII, look-alike signs to ASCII,
-    `=` `×` `·` `÷` spaced into words of their own (`seats=20` is three words)."""
+    """rewards/README.md G2.1: G2.0's Unicode step (line breaks, invisible characters), NFKC,
+    every decimal digit to ASCII, look-alike signs to ASCII, `=` `×` `·` `÷` spaced into words
+    of their own (`seats=20` is three words)."""
+    text = shown_characters(text)
     if text.isascii():  # NFKC and the loop below leave ASCII as it is
         return text.replace("=", " = ")
     text = unicodedata.normalize("NFKC", text).replace("=", " = ")
@@ -111,30 +114,75 @@ def _split_glued(core: str) -> tuple[str, ...]:
     return (core,)
 
 
-def _words(text: str) -> tuple[tuple[str, str, bool], ...]:
-    """G2.2: (word, its boundary with the word before, is it an operator) for every word."""
-    out: list[tuple[str, str, bool]] = []
+_PUNCTUATION_KEPT = set(".,'_-+/\u2044*%$€£")  # the grammar's own signs, never a separator
+
+
+@lru_cache(maxsize=65536)
+def _separated(word: str) -> tuple[tuple[str, bool], ...]:
+    """rewards/README.md G2.2: a word cut at each character of Unicode category P or S inside
+    it that is none of the grammar's signs, a `:` too unless it stands between two digits
+    (`10:30`); (piece, is it such a separator)."""
+    out: list[tuple[str, bool]] = []
+    piece = ""
+    for k, ch in enumerate(word):
+        if ch == ":":
+            cut = not (k and word[k - 1] in "0123456789" and word[k + 1 : k + 2] in _TEN)
+        elif ch < "\x80":
+            cut = ch in _ASCII_CUTS
+        else:
+            cut = ch not in _PUNCTUATION_KEPT and unicodedata.category(ch)[0] in ("P", "S")
+        if cut:
+            out += [(piece, False), (ch, True)] if piece else [(ch, True)]
+            piece = ""
+        else:
+            piece += ch
+    return (*out, (piece, False)) if piece else tuple(out)
+
+
+_TEN = set("0123456789")
+_ASCII_CUTS = set('!"#&();<>?@[\\]^`{|}~')
+
+
+def _line_words(line: str) -> list[tuple[str, bool]]:
+    """The line's words, each marked when a direction override (LRO, RLO) stands before it on
+    the line or inside it: what follows one is displayed reversed, so it is unreadable."""
+    marks = [line.index(m) for m in REVERSING if m in line]
+    if not marks:
+        return [(w, False) for w in line.split()]
+    start = min(marks)
+    while start and not line[start - 1].isspace():
+        start -= 1
+    tail = line[start:].replace(REVERSING[0], "").replace(REVERSING[1], "")
+    return [(w, False) for w in line[:start].split()] + [(w, True) for w in tail.split()]
+
+
+def _words(text: str) -> tuple[tuple[str, str, bool, bool], ...]:
+    """G2.2: (word, its boundary with the word before, is it an operator, is it after an
+    override) for every word."""
+    out: list[tuple[str, str, bool, bool]] = []
     for line in _clean(text).splitlines():
         cut_right: str | None = None  # what the previous word lost at its right; None: shut
-        for raw in line.split():
-            core, cut_left, right = (raw, 0, "") if raw in SIGNS else _trim(raw)
-            if core in SIGNS:
-                out.append((core, SHUT, True))
-                cut_right = None
-                continue
-            if not core:
-                cut_right = None
-                continue
-            link = SHUT
-            if cut_right is not None and cut_left == 0:
-                dots = all(ch in ".," for ch in cut_right)
-                link = OPEN if cut_right == "" else DATE_ONLY if dots else SHUT
-            pieces = _split_glued(core) if any(c in core for c in _INSIDE) else (core,)
-            if len(pieces) == 3:
-                out += [(pieces[0], link, False), (pieces[1], SHUT, True), (pieces[2], SHUT, False)]
-            else:
-                out.append((core, link, False))
-            cut_right = right
+        for whole, turned in _line_words(line):
+            for raw, separator in _separated(whole):
+                core, cut_left, right = (raw, 0, "") if raw in SIGNS else _trim(raw)
+                if core in SIGNS:
+                    out.append((core, SHUT, True, turned))
+                    cut_right = None
+                    continue
+                if separator or not core:
+                    cut_right = None
+                    continue
+                link = SHUT
+                if cut_right is not None and cut_left == 0:
+                    dots = all(ch in ".," for ch in cut_right)
+                    link = OPEN if cut_right == "" else DATE_ONLY if dots else SHUT
+                pieces = _split_glued(core) if any(c in core for c in _INSIDE) else (core,)
+                if len(pieces) == 3:
+                    out += [(pieces[0], link, False, turned), (pieces[1], SHUT, True, turned),
+                            (pieces[2], SHUT, False, turned)]  # fmt: skip
+                else:
+                    out.append((core, link, False, turned))
+                cut_right = right
     return tuple(out)
 
 
@@ -172,9 +220,10 @@ class _Text:
 
     def __init__(self, text: str) -> None:
         entries = _words(text)
-        self.words = [w for w, _, _ in entries]
-        self.links = [link for _, link, _ in entries]
-        self.signs = [sign for _, _, sign in entries]
+        self.words = [w for w, _, _, _ in entries]
+        self.links = [link for _, link, _, _ in entries]
+        self.signs = [sign for _, _, sign, _ in entries]
+        self.turned = [turned for _, _, _, turned in entries]
 
     def word(self, k: int) -> str | None:
         """words[k] if it exists and is no operator."""
@@ -311,6 +360,8 @@ def _with_signs(text: str) -> tuple[Reading | str | None, ...]:
             i += 1
             continue
         reading, used = _with_currency(t, i)
+        if reading is not None and True in t.turned[i : i + used]:  # G2.2: after an override
+            reading = Reading(reading.text, "unreadable", reading.text)
         out.append(reading)
         i += used
     return tuple(out)
