@@ -105,7 +105,7 @@ def run(
 
 def print_table(outcomes: Sequence[Outcome]) -> list[str]:
     """The per-variant table; returns the names of the variants with a failure."""
-    print(f"{'variant':<24} {'n':>4} {'full':>5} {'min shaped':>10} {'disagree':>8}  first failure")
+    print(f"{'variant':<28} {'n':>4} {'full':>5} {'min shaped':>10} {'disagree':>8}  first failure")
     failed = []
     for variant in VARIANTS:
         rows = [o for o in outcomes if o.variant == variant.name]
@@ -119,7 +119,7 @@ def print_table(outcomes: Sequence[Outcome]) -> list[str]:
             why = ", ".join(o.untraceable[:2]) or ("not investigated" if not o.investigated else "")
             first = f"{o.scenario_id} ({o.shaped:+.2f}/{o.binary:g}; {why})"
         full = sum(o.full and not o.disagrees for o in rows)
-        print(f"{variant.name:<24} {len(rows):>4} {full:>5} {min(o.shaped for o in rows):>10.2f} "
+        print(f"{variant.name:<28} {len(rows):>4} {full:>5} {min(o.shaped for o in rows):>10.2f} "
               f"{sum(o.disagrees for o in rows):>8}  {first}")  # fmt: skip
     return failed
 

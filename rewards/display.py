@@ -14,6 +14,7 @@ libraries; `python -m checks.reading_parity` holds the two to the same text.
 
 from __future__ import annotations
 
+import logging
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -105,6 +106,8 @@ def html_text(html: str) -> str:
 @cache
 def _latex() -> Any:
     from pylatexenc.latex2text import LatexNodes2Text
+
+    logging.getLogger("pylatexenc").setLevel(logging.ERROR)  # odd TeX is read, not reported
 
     return LatexNodes2Text()
 

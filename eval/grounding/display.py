@@ -12,6 +12,7 @@ holds the two to the same text.
 
 from __future__ import annotations
 
+import logging
 import unicodedata
 from functools import lru_cache
 from html.parser import HTMLParser
@@ -90,6 +91,8 @@ def html_shown(markup: str) -> str:
 @lru_cache(maxsize=1)
 def _tex() -> Any:
     from pylatexenc.latex2text import LatexNodes2Text
+
+    logging.getLogger("pylatexenc").setLevel(logging.ERROR)  # odd TeX is read, not reported
 
     return LatexNodes2Text()
 
