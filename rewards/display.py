@@ -44,7 +44,8 @@ _BLOCK_TAGS = frozenset((
     "h4", "h5", "h6", "header", "hr", "li", "main", "nav", "ol", "p", "pre", "section",
     "summary", "table", "tbody", "td", "tfoot", "th", "thead", "tr", "ul",
 ))  # fmt: skip
-_SHOWN_ATTRIBUTES = ("alt", "title", "value", "placeholder", "label", "start")
+_SHOWN_ATTRIBUTES = ("alt", "title", "value", "placeholder", "label")
+_HTML_INTEGER = re.compile(r"[\t\n\f\r ]*([+-]?[0-9]+)")
 
 
 @lru_cache(maxsize=4096)
@@ -74,33 +75,63 @@ def visible(text: str) -> str:
 
 class _HtmlText(HTMLParser):
     """Raw HTML as a person sees it: tags gone, their text kept, entities decoded, comments
-    dropped; a block element on lines of its own; what an attribute shows (an image's alt
-    text, a field's value, a list's start number) on a line of its own."""
+    dropped; a block element on lines of its own; an item of an ordered list with the number a
+    browser shows (from the list's `start`, down for a `reversed` one, a `value` resetting it);
+    what an attribute shows (an image's alt text, a field's value) on a line of its own. One
+    parser reads every HTML piece of a text, in order, so lists span pieces."""
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.parts: list[str] = []
+        self.lists: list[list[int] | None] = []  # per open list: [next number, step] or None
+
+    def text_of(self, html: str) -> str:
+        """The displayed text of the next HTML piece."""
+        self.parts = []
+        self.feed(html)
+        self.close()
+        self.reset()
+        return "".join(self.parts)
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag in _BLOCK_TAGS:
             self.parts.append("\n")
-        for name, value in attrs:
-            if name in _SHOWN_ATTRIBUTES and value:
-                self.parts.append(f"\n{value}\n")
+        shown = dict(attrs)
+        if tag == "ol":
+            start = _html_integer(shown.get("start"))
+            step = -1 if "reversed" in shown and start is not None else 1
+            self.lists.append([1 if start is None else start, step])
+        elif tag in ("ul", "menu"):
+            self.lists.append(None)
+        elif tag == "li" and self.lists and self.lists[-1] is not None:
+            numbering = self.lists[-1]
+            value = _html_integer(shown.get("value"))
+            number = numbering[0] if value is None else value
+            self.parts.append(f"{number}. ")
+            numbering[0] = number + numbering[1]
+        for name, value_ in attrs:
+            if name in _SHOWN_ATTRIBUTES and value_:
+                self.parts.append(f"\n{value_}\n")
 
     def handle_endtag(self, tag: str) -> None:
         if tag in _BLOCK_TAGS:
             self.parts.append("\n")
+        if tag in ("ol", "ul", "menu") and self.lists:
+            self.lists.pop()
 
     def handle_data(self, data: str) -> None:
         self.parts.append(data)
 
 
+def _html_integer(value: str | None) -> int | None:
+    """An HTML integer attribute as a browser reads it (`" 5th"` is 5); None when it is none."""
+    found = _HTML_INTEGER.match(value or "")
+    return int(found[1]) if found else None
+
+
 def html_text(html: str) -> str:
-    parser = _HtmlText()
-    parser.feed(html)
-    parser.close()
-    return "".join(parser.parts)
+    """The displayed text of one HTML piece on its own."""
+    return _HtmlText().text_of(html)
 
 
 @cache
@@ -151,22 +182,24 @@ _INLINE_MATH = ("math_inline",)
 _DISPLAY_MATH = ("math_inline_double", "math_display_inline")
 
 
-def _inline(children: Sequence[Token]) -> str:
+def _inline(children: Sequence[Token], html: _HtmlText) -> str:
     out = []
     for child in children:
         kind = child.type
+        if kind in ("link_open", "image") and child.attrs.get("title"):
+            out.append(f"\n{child.attrs['title']}\n")  # a tooltip, read (fail closed)
         if kind in ("text", "code_inline"):
             out.append(child.content)
         elif kind in ("softbreak", "hardbreak"):
             out.append("\n")
         elif kind == "html_inline":
-            out.append(html_text(child.content))
+            out.append(html.text_of(child.content))
         elif kind in _INLINE_MATH:
             out.append(math_text(child.content))
         elif kind in _DISPLAY_MATH:
             out.append(f"\n{math_text(child.content)}\n")
         elif kind == "image":
-            out.append(_inline(child.children or ()))
+            out.append(_inline(child.children or (), html))
     return "".join(out)
 
 
@@ -175,14 +208,15 @@ def _blocks(tokens: Sequence[Token]) -> str:
     list numbered from its start), a table row its cells between `|`."""
     out: list[str] = []
     numbers: list[int | None] = []  # per open list: the next item's number, None for bullets
+    html = _HtmlText()
     for token in tokens:
         kind = token.type
         if kind == "inline":
-            out.append(_inline(token.children or ()))
+            out.append(_inline(token.children or (), html))
         elif kind in ("fence", "code_block"):
             out.append(token.content)
         elif kind == "html_block":
-            out.append(html_text(token.content))
+            out.append(html.text_of(token.content))
         elif kind.startswith("math_block"):  # an equation number shows beside it
             number = f" ({token.info})" if kind == "math_block_eqno" else ""
             out.append(f"\n{math_text(token.content)}{number}\n")

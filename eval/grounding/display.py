@@ -41,7 +41,7 @@ BLOCK_ELEMENTS = frozenset({
     "form", "fieldset", "ul", "ol", "li", "dl", "dt", "dd", "table", "caption", "thead",
     "tbody", "tfoot", "tr", "th", "td", "h1", "h2", "h3", "h4", "h5", "h6",
 })  # fmt: skip
-SHOWN_ATTRIBUTES = frozenset({"alt", "title", "value", "placeholder", "label", "start"})
+SHOWN_ATTRIBUTES = frozenset({"alt", "title", "value", "placeholder", "label"})
 
 
 @lru_cache(maxsize=4096)
@@ -64,28 +64,63 @@ def shown_characters(text: str) -> str:
 
 class _Visible(HTMLParser):
     """The text of raw HTML as displayed (block elements and shown attributes on lines of their
-    own, comments and declarations dropped, entities decoded)."""
+    own, comments and declarations dropped, entities decoded), an ordered list's items with
+    the numbers a browser gives them; kept across the HTML pieces of one text."""
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.text = ""
+        self.counters: list[tuple[int, int] | None] = []  # (next number, step); None: bullets
+
+    def piece(self, markup: str) -> str:
+        self.text = ""
+        self.feed(markup)
+        self.close()
+        self.reset()
+        return self.text
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        named = {k: v for k, v in attrs}
+        before = "\n" if tag in BLOCK_ELEMENTS else ""
+        if tag == "ol":
+            start = _integer(named.get("start"))
+            down = "reversed" in named and start is not None
+            self.counters.append((start if start is not None else 1, -1 if down else 1))
+        elif tag in ("ul", "menu"):
+            self.counters.append(None)
+        elif tag == "li" and self.counters and self.counters[-1] is not None:
+            number, step = self.counters[-1]
+            given = _integer(named.get("value"))
+            number = given if given is not None else number
+            before += f"{number}. "
+            self.counters[-1] = (number + step, step)
         shown = "".join(f"\n{v}\n" for k, v in attrs if k in SHOWN_ATTRIBUTES and v)
-        self.text += ("\n" if tag in BLOCK_ELEMENTS else "") + shown
+        self.text += before + shown
 
     def handle_endtag(self, tag: str) -> None:
         self.text += "\n" if tag in BLOCK_ELEMENTS else ""
+        if tag in ("ol", "ul", "menu") and self.counters:
+            del self.counters[-1]
 
     def handle_data(self, data: str) -> None:
         self.text += data
 
 
+def _integer(attribute: str | None) -> int | None:
+    """How a browser reads an integer attribute: leading HTML spaces, a sign, digits."""
+    text = (attribute or "").lstrip(" \t\n\f\r")
+    sign = text[:1] if text[:1] in "+-" else ""
+    digits = ""
+    for ch in text[len(sign) :]:
+        if not ("0" <= ch <= "9"):
+            break
+        digits += ch
+    return int(sign + digits) if digits else None
+
+
 def html_shown(markup: str) -> str:
-    reader = _Visible()
-    reader.feed(markup)
-    reader.close()
-    return reader.text
+    """One HTML piece's displayed text, on its own."""
+    return _Visible().piece(markup)
 
 
 @lru_cache(maxsize=1)
@@ -128,15 +163,15 @@ _PARSER.use(dollarmath_plugin, allow_labels=False, allow_space=False, allow_digi
 _LINE_END = frozenset({"paragraph", "heading", "tr", "list_item"})
 
 
-def _shown(node: SyntaxTreeNode) -> str:
-    """What one node of the syntax tree displays."""
+def _shown(node: SyntaxTreeNode, html: _Visible) -> str:
+    """What one node of the syntax tree displays; `html` reads its raw HTML in order."""
     kind = node.type
     if kind in ("text", "code_inline", "fence", "code_block"):
         return node.content
     if kind in ("softbreak", "hardbreak", "hr"):
         return "\n"
     if kind in ("html_inline", "html_block"):
-        return html_shown(node.content)
+        return html.piece(node.content)
     if kind == "math_inline":
         return tex_shown(node.content)
     if kind in ("math_inline_double", "math_display_inline", "math_block"):
@@ -147,10 +182,12 @@ def _shown(node: SyntaxTreeNode) -> str:
         first = int(node.attrs.get("start", 1))
         numbered = kind == "ordered_list"
         return "".join(
-            (f"{first + k}" if numbered else "") + f"{item.markup} " + _shown(item)
+            (f"{first + k}" if numbered else "") + f"{item.markup} " + _shown(item, html)
             for k, item in enumerate(node.children)
         )
-    inner = "".join(_shown(child) for child in node.children)
+    inner = "".join(_shown(child, html) for child in node.children)
+    if kind in ("link", "image") and node.attrs.get("title"):
+        inner = f"\n{node.attrs['title']}\n{inner}"  # a tooltip: read, fail closed
     if kind == "tr":
         return f"| {inner}\n"
     if kind in ("th", "td"):
@@ -162,4 +199,4 @@ def _shown(node: SyntaxTreeNode) -> str:
 def rendered(text: str) -> str:
     """G2.0: the plain text a person sees of a summary or a complaint."""
     tree = SyntaxTreeNode(_PARSER.parse(shown_characters(text)))
-    return shown_characters(_shown(tree))
+    return shown_characters(_shown(tree, _Visible()))
