@@ -58,7 +58,8 @@ _CHARS.update(_SPACED)
 _OPEN, _DATE_OPEN, _CLOSED = 2, 1, 0  # G2.2 boundaries
 # G2.2: punctuation and symbols inside a word that are none of the grammar's own signs split it
 # (`Overcharge:120.56`); a `:` between two digits is a clock's (`10:30`)
-_ASCII_SPLITS = re.compile(r"""[!"#&();<>?@\[\\\]^`{|}~]|(?<![0-9]):|:(?![0-9])""")
+_ASCII_SPLITS = re.compile(r"""[!"#&();<>?@\[\\\]^`{|}~]|(?<![0-9]):|:(?![0-9])|[^.]\.\.+[^.]""")
+_DOT_RUN = re.compile(r"(?<=[^.])(\.{2,})(?=[^.])")  # `2025-09-26..2025-10-25`
 _OWN_SIGNS = frozenset(".,'_-+/\u2044*%$€£:")
 _GROUP_HEAD = re.compile(rf"[+-]?{MARK}?[0-9]{{1,3}}", re.ASCII)
 _GROUP_LAST = re.compile(rf"[0-9]{{3}}[.,][0-9]+(?:%|{MARK})?", re.ASCII)
@@ -117,10 +118,21 @@ def _splits(ch: str) -> bool:
 
 @lru_cache(maxsize=65536)
 def _pieces(raw: str) -> tuple[str, ...]:
-    """G2.2: a whitespace-separated word split at the punctuation inside it, each separator a
-    piece of its own (`Overcharge:120.56` is `Overcharge`, `:`, `120.56`)."""
+    """G2.2: a whitespace-separated word split at the punctuation inside it and at a run of two
+    or more dots inside it, each separator a piece of its own (`Overcharge:120.56` is
+    `Overcharge`, `:`, `120.56`)."""
     if raw.isascii() and _ASCII_SPLITS.search(raw) is None:
         return (raw,)
+    pieces: list[str] = []
+    for k, part in enumerate(_DOT_RUN.split(raw) if ".." in raw else (raw,)):
+        if k % 2:  # a run of dots inside the word
+            pieces.append(part)
+        elif part:
+            pieces += _split_at_punctuation(part)
+    return tuple(pieces)
+
+
+def _split_at_punctuation(raw: str) -> list[str]:
     pieces: list[str] = []
     start = 0
     for k, ch in enumerate(raw):
@@ -134,12 +146,14 @@ def _pieces(raw: str) -> tuple[str, ...]:
             start = k + 1
     if start < len(raw):
         pieces.append(raw[start:])
-    return tuple(pieces)
+    return pieces
 
 
 def _separator(piece: str) -> bool:
     """Is this piece one `_pieces` split at (a separator of its own)?"""
-    return len(piece) == 1 and (piece == ":" or _splits(piece))
+    if len(piece) > 1:
+        return piece.strip(".") == ""  # a run of dots
+    return piece == ":" or _splits(piece)
 
 
 def _chunks(line: str) -> list[tuple[str, bool]]:

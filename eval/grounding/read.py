@@ -121,10 +121,24 @@ _PUNCTUATION_KEPT = set(".,'_-+/\u2044*%$€£")  # the grammar's own signs, nev
 def _separated(word: str) -> tuple[tuple[str, bool], ...]:
     """rewards/README.md G2.2: a word cut at each character of Unicode category P or S inside
     it that is none of the grammar's signs, a `:` too unless it stands between two digits
-    (`10:30`); (piece, is it such a separator)."""
+    (`10:30`), and at a run of two or more dots inside it (`2025-09-26..2025-10-25`); (piece,
+    is it such a separator)."""
     out: list[tuple[str, bool]] = []
     piece = ""
-    for k, ch in enumerate(word):
+    k = 0
+    while k < len(word):
+        ch = word[k]
+        if ch == ".":  # a run of dots: one separator when two or more stand inside the word
+            end = k
+            while end < len(word) and word[end] == ".":
+                end += 1
+            if end - k > 1 and k > 0 and end < len(word):
+                out += [(piece, False), (word[k:end], True)] if piece else [(word[k:end], True)]
+                piece = ""
+            else:
+                piece += word[k:end]
+            k = end
+            continue
         if ch == ":":
             cut = not (k and word[k - 1] in "0123456789" and word[k + 1 : k + 2] in _TEN)
         elif ch < "\x80":
@@ -136,6 +150,7 @@ def _separated(word: str) -> tuple[tuple[str, bool], ...]:
             piece = ""
         else:
             piece += ch
+        k += 1
     return (*out, (piece, False)) if piece else tuple(out)
 
 
