@@ -143,6 +143,7 @@ def _latex() -> Any:
     return LatexNodes2Text()
 
 
+@lru_cache(maxsize=4096)  # a summary often repeats a formula
 def math_text(tex: str) -> str:
     """TeX math as pylatexenc writes it; what it cannot parse stays as written."""
     try:

@@ -132,6 +132,7 @@ def _tex() -> Any:
     return LatexNodes2Text()
 
 
+@lru_cache(maxsize=4096)  # a summary often repeats a formula
 def tex_shown(tex: str) -> str:
     """TeX math as pylatexenc writes it (`\\times` ×, `\\text{CAD}` CAD); kept as written when
     it cannot be read."""
