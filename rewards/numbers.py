@@ -15,7 +15,8 @@ import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 
-from rewards.display import OVERRIDES, visible
+from rewards.display import visible
+from rewards.pieces import chunks, pieces, separator
 from rewards.tokens import (
     CURRENCY_CODES,
     CURRENCY_MARKS,
@@ -56,15 +57,8 @@ _CHARS = {"−": "-", "‐": "-", "‑": "-", "’": "'", "‘": "'", "٫": ".",
 _CHARS.update({d: " - " for d in "‒–—―"})
 _CHARS.update(_SPACED)
 _OPEN, _DATE_OPEN, _CLOSED = 2, 1, 0  # G2.2 boundaries
-# G2.2: punctuation and symbols inside a word that are none of the grammar's own signs split it
-# (`Overcharge:120.56`); a `:` between two digits is a clock's (`10:30`)
-_ASCII_SPLITS = re.compile(r"""[!"#&();<>?@\[\\\]^`{|}~]|(?<![0-9]):|:(?![0-9])|[^.]\.\.+[^.]""")
-_DOT_RUN = re.compile(r"(?<=[^.])(\.{2,})(?=[^.])")  # `2025-09-26..2025-10-25`
-_OWN_SIGNS = frozenset(".,'_-+/\u2044*%$€£:")
 _GROUP_HEAD = re.compile(rf"[+-]?{MARK}?[0-9]{{1,3}}", re.ASCII)
 _GROUP_LAST = re.compile(rf"[0-9]{{3}}[.,][0-9]+(?:%|{MARK})?", re.ASCII)
-_DIGITS = frozenset("0123456789")
-_NO_OVERRIDES = str.maketrans(dict.fromkeys(OVERRIDES))
 
 
 def normalise(text: str) -> str:
@@ -110,65 +104,6 @@ def _cut(word: str) -> _Cut:
     return _Cut(core, word[:start], word[start + len(core) :])
 
 
-@lru_cache(maxsize=4096)
-def _splits(ch: str) -> bool:
-    """G2.2: a character of Unicode category P or S that is none of the grammar's own signs."""
-    return unicodedata.category(ch)[0] in "PS" and ch not in _OWN_SIGNS
-
-
-@lru_cache(maxsize=65536)
-def _pieces(raw: str) -> tuple[str, ...]:
-    """G2.2: a whitespace-separated word split at the punctuation inside it and at a run of two
-    or more dots inside it, each separator a piece of its own (`Overcharge:120.56` is
-    `Overcharge`, `:`, `120.56`)."""
-    if raw.isascii() and _ASCII_SPLITS.search(raw) is None:
-        return (raw,)
-    pieces: list[str] = []
-    for k, part in enumerate(_DOT_RUN.split(raw) if ".." in raw else (raw,)):
-        if k % 2:  # a run of dots inside the word
-            pieces.append(part)
-        elif part:
-            pieces += _split_at_punctuation(part)
-    return tuple(pieces)
-
-
-def _split_at_punctuation(raw: str) -> list[str]:
-    pieces: list[str] = []
-    start = 0
-    for k, ch in enumerate(raw):
-        if ch == ":":
-            clock = 0 < k < len(raw) - 1 and raw[k - 1] in _DIGITS and raw[k + 1] in _DIGITS
-            split = not clock
-        else:
-            split = _splits(ch)
-        if split:
-            pieces += [raw[start:k], ch] if k > start else [ch]
-            start = k + 1
-    if start < len(raw):
-        pieces.append(raw[start:])
-    return pieces
-
-
-def _separator(piece: str) -> bool:
-    """Is this piece one `_pieces` split at (a separator of its own)?"""
-    if len(piece) > 1:
-        return piece.strip(".") == ""  # a run of dots
-    return piece == ":" or _splits(piece)
-
-
-def _chunks(line: str) -> list[tuple[str, bool]]:
-    """The line's whitespace-separated words, each with whether an override (LRO, RLO) comes
-    before it on the line or inside it: G2.2 reads those as unreadable (a person sees them
-    reversed or reordered)."""
-    at = min((k for k in (line.find(c) for c in OVERRIDES) if k >= 0), default=-1)
-    if at < 0:
-        return [(word, False) for word in line.split()]
-    while at > 0 and not line[at - 1].isspace():
-        at -= 1
-    after = line[at:].translate(_NO_OVERRIDES)
-    return [(w, False) for w in line[:at].split()] + [(w, True) for w in after.split()]
-
-
 @lru_cache(maxsize=65536)
 def _glued(core: str) -> tuple[str, str, str] | None:
     """G2.2: a glued operator in a word that reads as a plain word: one `/` between two
@@ -198,10 +133,10 @@ def _words(text: str) -> list[tuple[str, int, bool, bool]]:
     entries: list[tuple[str, int, bool, bool]] = []
     for line in normalise(text).splitlines():
         tail: str | None = None  # what the word before lost at its right; None: closed
-        for chunk, reversed_ in _chunks(line):
-            for raw in _pieces(chunk):
+        for chunk, reversed_ in chunks(line):
+            for raw in pieces(chunk):
                 cut = _Cut(raw, "", "") if raw in OPERATORS else _cut(raw)
-                if _separator(raw) and raw not in OPERATORS:
+                if separator(raw) and raw not in OPERATORS:
                     cut = _Cut("", raw, "")  # a separator is dropped, like punctuation
                 if not cut.core or cut.core in OPERATORS:
                     if cut.core:

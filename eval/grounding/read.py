@@ -14,7 +14,7 @@ import re
 import unicodedata
 from functools import lru_cache
 
-from eval.grounding.display import REVERSING, shown_characters
+from eval.grounding.display import shown_characters
 from eval.grounding.notation import (
     MARKS,
     Reading,
@@ -27,6 +27,7 @@ from eval.grounding.notation import (
     read_word,
     scaled,
 )
+from eval.grounding.pieces import line_words, separated
 
 _ASCII_DIGIT = re.compile("[0-9]")
 _STRIP = set("()[]{}<>«»‹›\"“”„‟',;:!?*`_|#~")
@@ -114,71 +115,14 @@ def _split_glued(core: str) -> tuple[str, ...]:
     return (core,)
 
 
-_PUNCTUATION_KEPT = set(".,'_-+/\u2044*%$€£")  # the grammar's own signs, never a separator
-
-
-@lru_cache(maxsize=65536)
-def _separated(word: str) -> tuple[tuple[str, bool], ...]:
-    """rewards/README.md G2.2: a word cut at each character of Unicode category P or S inside
-    it that is none of the grammar's signs, a `:` too unless it stands between two digits
-    (`10:30`), and at a run of two or more dots inside it (`2025-09-26..2025-10-25`); (piece,
-    is it such a separator)."""
-    out: list[tuple[str, bool]] = []
-    piece = ""
-    k = 0
-    while k < len(word):
-        ch = word[k]
-        if ch == ".":  # a run of dots: one separator when two or more stand inside the word
-            end = k
-            while end < len(word) and word[end] == ".":
-                end += 1
-            if end - k > 1 and k > 0 and end < len(word):
-                out += [(piece, False), (word[k:end], True)] if piece else [(word[k:end], True)]
-                piece = ""
-            else:
-                piece += word[k:end]
-            k = end
-            continue
-        if ch == ":":
-            cut = not (k and word[k - 1] in "0123456789" and word[k + 1 : k + 2] in _TEN)
-        elif ch < "\x80":
-            cut = ch in _ASCII_CUTS
-        else:
-            cut = ch not in _PUNCTUATION_KEPT and unicodedata.category(ch)[0] in ("P", "S")
-        if cut:
-            out += [(piece, False), (ch, True)] if piece else [(ch, True)]
-            piece = ""
-        else:
-            piece += ch
-        k += 1
-    return (*out, (piece, False)) if piece else tuple(out)
-
-
-_TEN = set("0123456789")
-_ASCII_CUTS = set('!"#&();<>?@[\\]^`{|}~')
-
-
-def _line_words(line: str) -> list[tuple[str, bool]]:
-    """The line's words, each marked when a direction override (LRO, RLO) stands before it on
-    the line or inside it: what follows one is displayed reversed, so it is unreadable."""
-    marks = [line.index(m) for m in REVERSING if m in line]
-    if not marks:
-        return [(w, False) for w in line.split()]
-    start = min(marks)
-    while start and not line[start - 1].isspace():
-        start -= 1
-    tail = line[start:].replace(REVERSING[0], "").replace(REVERSING[1], "")
-    return [(w, False) for w in line[:start].split()] + [(w, True) for w in tail.split()]
-
-
 def _words(text: str) -> tuple[tuple[str, str, bool, bool], ...]:
     """G2.2: (word, its boundary with the word before, is it an operator, is it after an
     override) for every word."""
     out: list[tuple[str, str, bool, bool]] = []
     for line in _clean(text).splitlines():
         cut_right: str | None = None  # what the previous word lost at its right; None: shut
-        for whole, turned in _line_words(line):
-            for raw, separator in _separated(whole):
+        for whole, turned in line_words(line):
+            for raw, separator in separated(whole):
                 core, cut_left, right = (raw, 0, "") if raw in SIGNS else _trim(raw)
                 if core in SIGNS:
                     out.append((core, SHUT, True, turned))
