@@ -188,8 +188,8 @@ def _main(argv: Sequence[str] | None) -> int:
     counts, failures = run(args.summaries, args.seed)
     seconds = time.perf_counter() - started
     for name in sorted(counts):
-        print(f"{name:>36}: {counts[name]:,}")
-    print(f"{'seconds':>36}: {seconds:.1f}")
+        print(f"{name:>40}: {counts[name]:,}")
+    print(f"{'seconds':>40}: {seconds:.1f}")
     if failures:
         split, text = failures[0]
         print(f"FAIL: {len(failures)} summaries read differently or not as seen; the first: "

@@ -14,12 +14,13 @@ Properties, each checked through the reward (`rewards.provenance.trace_episode`)
 from __future__ import annotations
 
 import json
+from datetime import date, timedelta
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from env.ledger_env import ToolRecord
-from tests.rewards.test_numbers_properties import BOUNDED, _records, verdicts
+from tests.rewards.test_numbers_properties import BOUNDED, _records, date_notation, verdicts
 
 _WRAPS = [
     ("**", "**"), ("*", "*"), ("_", "_"), ("`", "`"), ("~~", "~~"), ("<b>", "</b>"),
@@ -157,3 +158,26 @@ def test_a_period_end_the_agent_supplied_grounds_no_last_day() -> None:
     ours, theirs, reward_ok, grader_ok = verdicts("Through 2025-10-31: 306.16.", [recompute])
     assert ours == theirs and not reward_ok and not grader_ok
     assert dict((raw, status) for raw, _, status in ours)["2025-10-31"] == "untraceable"
+
+
+@BOUNDED
+@given(
+    st.dates(date(2000, 1, 2), date(2099, 12, 31)),
+    st.integers(-2, 1),
+    st.sampled_from(["period_end", "proration_end", "until", "period_start", "issued_at"]),
+    st.booleans(),
+    st.data(),
+)
+def test_both_readers_derive_the_same_last_days(
+    end: date, offset: int, field: str, supplied: bool, data: st.DataObject
+) -> None:
+    # G10.6 in both readers alike: only the day before an exclusive end the call found
+    cited = data.draw(date_notation(end + timedelta(days=offset)))
+    arguments = {"invoice_id": "INV-7F3K2Q", **({field: end.isoformat()} if supplied else {})}
+    result = {"invoice_id": "INV-7F3K2Q", field: end.isoformat(), "total": "306.16"}
+    record = ToolRecord("recompute_invoice", json.dumps(arguments), json.dumps(result), False)
+    ours, theirs, reward_ok, grader_ok = verdicts(f"Total 306.16, through {cited}.", [record])
+    assert ours == theirs and reward_ok == grader_ok, cited
+    exclusive = field in ("period_end", "proration_end", "until") and not supplied
+    if offset == -1 and exclusive:
+        assert reward_ok, (cited, ours)
