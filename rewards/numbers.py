@@ -133,7 +133,9 @@ def _words(text: str) -> list[tuple[str, int, bool, bool]]:
     entries: list[tuple[str, int, bool, bool]] = []
     for line in normalise(text).splitlines():
         tail: str | None = None  # what the word before lost at its right; None: closed
-        for chunk, reversed_ in chunks(line):
+        words, reversed_from = chunks(line)
+        for n, chunk in enumerate(words):
+            reversed_ = n >= reversed_from
             for raw in pieces(chunk):
                 cut = _Cut(raw, "", "") if raw in OPERATORS else _cut(raw)
                 if separator(raw) and raw not in OPERATORS:

@@ -70,14 +70,15 @@ def separator(piece: str) -> bool:
     return piece == ":" or _splits(piece)
 
 
-def chunks(line: str) -> list[tuple[str, bool]]:
-    """The line's whitespace-separated words, each with whether an override (LRO, RLO) comes
-    before it on the line or inside it: G2.2 reads those as unreadable (a person sees them
-    reversed or reordered)."""
-    at = min((k for k in (line.find(c) for c in OVERRIDES) if k >= 0), default=-1)
-    if at < 0:
-        return [(word, False) for word in line.split()]
+def chunks(line: str) -> tuple[list[str], int]:
+    """The line's whitespace-separated words, and the index of the first word that an override
+    (LRO, RLO) comes before on the line or stands inside: G2.2 reads it and every word after it
+    as unreadable (a person sees them reversed). No override: the number of words."""
+    if line.isascii() or ("\u202d" not in line and "\u202e" not in line):
+        words = line.split()
+        return words, len(words)
+    at = min(k for k in (line.find(c) for c in OVERRIDES) if k >= 0)
     while at > 0 and not line[at - 1].isspace():
         at -= 1
-    after = line[at:].translate(_NO_OVERRIDES)
-    return [(w, False) for w in line[:at].split()] + [(w, True) for w in after.split()]
+    before = line[:at].split()
+    return before + line[at:].translate(_NO_OVERRIDES).split(), len(before)

@@ -58,14 +58,16 @@ _TEN = set("0123456789")
 _ASCII_CUTS = set('!"#&();<>?@[\\]^`{|}~')
 
 
-def line_words(line: str) -> list[tuple[str, bool]]:
-    """The line's words, each marked when a direction override (LRO, RLO) stands before it on
-    the line or inside it: what follows one is displayed reversed, so it is unreadable."""
-    marks = [line.index(m) for m in REVERSING if m in line]
+def line_words(line: str) -> tuple[list[str], int]:
+    """The line's words, and how many of them come before a direction override (LRO, RLO):
+    the word it stands in and every one after it are displayed reversed, so unreadable."""
+    marks = [] if line.isascii() else [line.index(m) for m in REVERSING if m in line]
     if not marks:
-        return [(w, False) for w in line.split()]
+        words = line.split()
+        return words, len(words)
     start = min(marks)
     while start and not line[start - 1].isspace():
         start -= 1
+    head = line[:start].split()
     tail = line[start:].replace(REVERSING[0], "").replace(REVERSING[1], "")
-    return [(w, False) for w in line[:start].split()] + [(w, True) for w in tail.split()]
+    return head + tail.split(), len(head)

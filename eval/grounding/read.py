@@ -121,7 +121,9 @@ def _words(text: str) -> tuple[tuple[str, str, bool, bool], ...]:
     out: list[tuple[str, str, bool, bool]] = []
     for line in _clean(text).splitlines():
         cut_right: str | None = None  # what the previous word lost at its right; None: shut
-        for whole, turned in line_words(line):
+        words, upright = line_words(line)
+        for position, whole in enumerate(words):
+            turned = position >= upright
             for raw, separator in separated(whole):
                 core, cut_left, right = (raw, 0, "") if raw in SIGNS else _trim(raw)
                 if core in SIGNS:
