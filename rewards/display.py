@@ -45,6 +45,7 @@ _BLOCK_TAGS = frozenset((
     "summary", "table", "tbody", "td", "tfoot", "th", "thead", "tr", "ul",
 ))  # fmt: skip
 _SHOWN_ATTRIBUTES = ("alt", "title", "value", "placeholder", "label")
+_SCRIPTS = str.maketrans("", "", "^_")
 _HTML_INTEGER = re.compile(r"[\t\n\f\r ]*([+-]?[0-9]+)")
 
 
@@ -147,7 +148,8 @@ def _latex() -> Any:
 def math_text(tex: str) -> str:
     """TeX math as pylatexenc writes it; what it cannot parse stays as written."""
     try:
-        return str(_latex().latex_to_text(tex))
+        # a sub- or superscript sits against its base, as `²` does (G2.1): `10^{2}` shows 102
+        return str(_latex().latex_to_text(tex)).translate(_SCRIPTS)
     except Exception:  # a parser's failure on odd input keeps the text as written
         return tex
 
