@@ -5,10 +5,12 @@
 For every scenario of the splits (default: eval and heldout), the reference solution is
 replayed through the real `LedgerEnv` tools, then rewritten by each variant of
 `checks.honest_variants` (the direct route, extra reads, other orders, calculations written
-every way, other notations, markdown, the complaint quoted as a claim) and replayed again.
-Each variant episode must keep full marks: shaped >= 0.95, binary 1, the grader's grounded
-success, and the binary reward equal to grounded success (issue 30 item 5; design §5, "Honest
-work always scores"). Prints a table per variant (n, full marks, min shaped, disagreements)
+every way, other notations, markdown, the complaint quoted as a claim; and, from
+`checks.honest_markup`, HTML, TeX math, `Key:value` labels, pasted text with invisible and
+control characters, a quotient shown before its rounding to the cent, a period to its
+inclusive last day) and replayed again. Each variant episode must keep full marks: shaped >=
+0.95, binary 1, the grader's grounded success, and the binary reward equal to grounded success
+(issue 30 item 5, issue 38 item 4; design §5, "Honest work always scores"). Prints a table per variant (n, full marks, min shaped, disagreements)
 and each failure's first untraceable token; exits 1 on any failure. A floor: other honest
 variants exist outside the repository.
 """
