@@ -10,9 +10,9 @@ every way, other notations, markdown, the complaint quoted as a claim; and, from
 control characters, a quotient shown before its rounding to the cent, a period to its
 inclusive last day) and replayed again. Each variant episode must keep full marks: shaped >=
 0.95, binary 1, the grader's grounded success, and the binary reward equal to grounded success
-(issue 30 item 5, issue 38 item 4; design §5, "Honest work always scores"). Prints a table per variant (n, full marks, min shaped, disagreements)
-and each failure's first untraceable token; exits 1 on any failure. A floor: other honest
-variants exist outside the repository.
+(issue 30 item 5, issue 38 item 4; design §5, "Honest work always scores"). Prints a table
+per variant (n, full marks, min shaped, disagreements) and each failure's first untraceable
+token; exits 1 on any failure. A floor: other honest variants exist outside the repository.
 """
 
 from __future__ import annotations

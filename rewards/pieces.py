@@ -1,8 +1,8 @@
 """G2.2's first cut: a line into word pieces (rewards/README.md "Reading: the token grammar").
 
 Punctuation glued inside a word is never part of a token: a word is split at every character
-of Unicode category P or S that is none of the grammar's own signs, at a `:` unless a clock's,
-and at a run of dots inside it; and every word after a direction override (LRO, RLO) on its line
+of Unicode category P or S that is none of the grammar's own signs, and at a `:` unless a
+clock's; and every word after a direction override (LRO, RLO) on its line
 is marked, for `rewards.numbers` reads it as unreadable (a person sees it reversed). The
 grader's own code for the same rules is `eval/grounding/pieces.py`.
 """
@@ -17,8 +17,7 @@ from rewards.display import OVERRIDES
 
 # G2.2: punctuation and symbols inside a word that are none of the grammar's own signs split it
 # (`Overcharge:120.56`); a `:` between two digits is a clock's (`10:30`)
-_ASCII_SPLITS = re.compile(r"""[!"#&();<>?@\[\\\]^`{|}~]|(?<![0-9]):|:(?![0-9])|[^.]\.\.+[^.]""")
-_DOT_RUN = re.compile(r"(?<=[^.])(\.{2,})(?=[^.])")  # `2025-09-26..2025-10-25`
+_ASCII_SPLITS = re.compile(r"""[!"#&();<>?@\[\\\]^`{|}~]|(?<![0-9]):|:(?![0-9])""")
 _OWN_SIGNS = frozenset(".,'_-+/\u2044*%$€£:")
 _DIGITS = frozenset("0123456789")
 _NO_OVERRIDES = str.maketrans(dict.fromkeys(OVERRIDES))
@@ -32,18 +31,11 @@ def _splits(ch: str) -> bool:
 
 @lru_cache(maxsize=65536)
 def pieces(raw: str) -> tuple[str, ...]:
-    """G2.2: a whitespace-separated word split at the punctuation inside it and at a run of two
-    or more dots inside it, each separator a piece of its own (`Overcharge:120.56` is
-    `Overcharge`, `:`, `120.56`)."""
+    """G2.2: a whitespace-separated word split at the punctuation inside it, each separator a
+    piece of its own (`Overcharge:120.56` is `Overcharge`, `:`, `120.56`)."""
     if raw.isascii() and _ASCII_SPLITS.search(raw) is None:
         return (raw,)
-    pieces: list[str] = []
-    for k, part in enumerate(_DOT_RUN.split(raw) if ".." in raw else (raw,)):
-        if k % 2:  # a run of dots inside the word
-            pieces.append(part)
-        elif part:
-            pieces += _split_at_punctuation(part)
-    return tuple(pieces)
+    return tuple(_split_at_punctuation(raw))
 
 
 def _split_at_punctuation(raw: str) -> list[str]:
@@ -65,9 +57,7 @@ def _split_at_punctuation(raw: str) -> list[str]:
 
 def separator(piece: str) -> bool:
     """Is this piece one `pieces` split at (a separator of its own)?"""
-    if len(piece) > 1:
-        return piece.strip(".") == ""  # a run of dots
-    return piece == ":" or _splits(piece)
+    return len(piece) == 1 and (piece == ":" or _splits(piece))
 
 
 def chunks(line: str) -> tuple[list[str], int]:

@@ -1,10 +1,10 @@
 """The grader's first cut of a line into word pieces (rewards/README.md G2.2).
 
 A word splits at each character of Unicode category P or S inside it that is none of the
-grammar's own signs, at a `:` that is no clock's, at a run of two or more dots inside it: such a
-glued separator is never part of a token (`Overcharge:120.56`). After a direction override (LRO,
-RLO) every word of the line is marked: what a person sees reversed is unreadable
-(`eval.grounding.read` reads it so). Written apart from `rewards/pieces.py`.
+grammar's own signs, and at a `:` that is no clock's: such a glued separator is never part of
+a token (`Overcharge:120.56`). After a direction override (LRO, RLO) every word of the line is
+marked: what a person sees reversed is unreadable (`eval.grounding.read` reads it so). Written
+apart from `rewards/pieces.py`.
 """
 
 from __future__ import annotations
@@ -21,24 +21,10 @@ _PUNCTUATION_KEPT = set(".,'_-+/\u2044*%$€£")  # the grammar's own signs, nev
 def separated(word: str) -> tuple[tuple[str, bool], ...]:
     """rewards/README.md G2.2: a word cut at each character of Unicode category P or S inside
     it that is none of the grammar's signs, a `:` too unless it stands between two digits
-    (`10:30`), and at a run of two or more dots inside it (`2025-09-26..2025-10-25`); (piece,
-    is it such a separator)."""
+    (`10:30`); (piece, is it such a separator)."""
     out: list[tuple[str, bool]] = []
     piece = ""
-    k = 0
-    while k < len(word):
-        ch = word[k]
-        if ch == ".":  # a run of dots: one separator when two or more stand inside the word
-            end = k
-            while end < len(word) and word[end] == ".":
-                end += 1
-            if end - k > 1 and k > 0 and end < len(word):
-                out += [(piece, False), (word[k:end], True)] if piece else [(word[k:end], True)]
-                piece = ""
-            else:
-                piece += word[k:end]
-            k = end
-            continue
+    for k, ch in enumerate(word):
         if ch == ":":
             cut = not (k and word[k - 1] in "0123456789" and word[k + 1 : k + 2] in _TEN)
         elif ch < "\x80":
@@ -50,7 +36,6 @@ def separated(word: str) -> tuple[tuple[str, bool], ...]:
             piece = ""
         else:
             piece += ch
-        k += 1
     return (*out, (piece, False)) if piece else tuple(out)
 
 
