@@ -16,7 +16,8 @@ imports nothing from `rewards/`).
 The random policy reads like a careless agent: some of the reference's reads, random look-ups
 (invented dates, recompute overrides), credits right or wrong, a label and amounts right or
 wrong, and a summary mixing tool numbers, invented numbers, echoes, counts, times and written
-calculations (right or wrong, rewards/README.md G10), each in a random notation. It reads the
+calculations (right or wrong, rewards/README.md G10), each in a random notation, markup and
+invisible characters among them (G2.0). It reads the
 truth only to make right answers common enough to test.
 """
 
@@ -138,6 +139,16 @@ def _notation(rng: random.Random, amount: str) -> str:
         f"{amount}.0",
         "".join(chr(0x660 + int(c)) if c.isdigit() else c for c in amount),
         f"{amount.rstrip('0').rstrip('.')}e0",
+        # as displayed (rewards/README.md G2.0): markup and invisible characters around or
+        # inside it show the same number; a digit joined to it shows another one
+        f"**{amount}**",
+        f"<b>{amount}</b>",
+        f"\\({amount}\\,\\text{{CAD}}\\)",
+        f"Total:{amount}",
+        f"{amount[:1]}\u200b{amount[1:]}",
+        f"{amount[:1]}<!-- -->{amount[1:]}",
+        f"*9*{amount}",
+        f"9\u00ad{amount}",
     ]
     return rng.choice(forms)
 

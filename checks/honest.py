@@ -5,12 +5,14 @@
 For every scenario of the splits (default: eval and heldout), the reference solution is
 replayed through the real `LedgerEnv` tools, then rewritten by each variant of
 `checks.honest_variants` (the direct route, extra reads, other orders, calculations written
-every way, other notations, markdown, the complaint quoted as a claim) and replayed again.
-Each variant episode must keep full marks: shaped >= 0.95, binary 1, the grader's grounded
-success, and the binary reward equal to grounded success (issue 30 item 5; design §5, "Honest
-work always scores"). Prints a table per variant (n, full marks, min shaped, disagreements)
-and each failure's first untraceable token; exits 1 on any failure. A floor: other honest
-variants exist outside the repository.
+every way, other notations, markdown, the complaint quoted as a claim; and, from
+`checks.honest_markup`, HTML, TeX math, `Key:value` labels, pasted text with invisible and
+control characters, a quotient shown before its rounding to the cent, a period to its
+inclusive last day) and replayed again. Each variant episode must keep full marks: shaped >=
+0.95, binary 1, the grader's grounded success, and the binary reward equal to grounded success
+(issue 30 item 5, issue 38 item 4; design §5, "Honest work always scores"). Prints a table
+per variant (n, full marks, min shaped, disagreements) and each failure's first untraceable
+token; exits 1 on any failure. A floor: other honest variants exist outside the repository.
 """
 
 from __future__ import annotations
@@ -105,7 +107,7 @@ def run(
 
 def print_table(outcomes: Sequence[Outcome]) -> list[str]:
     """The per-variant table; returns the names of the variants with a failure."""
-    print(f"{'variant':<24} {'n':>4} {'full':>5} {'min shaped':>10} {'disagree':>8}  first failure")
+    print(f"{'variant':<28} {'n':>4} {'full':>5} {'min shaped':>10} {'disagree':>8}  first failure")
     failed = []
     for variant in VARIANTS:
         rows = [o for o in outcomes if o.variant == variant.name]
@@ -119,7 +121,7 @@ def print_table(outcomes: Sequence[Outcome]) -> list[str]:
             why = ", ".join(o.untraceable[:2]) or ("not investigated" if not o.investigated else "")
             first = f"{o.scenario_id} ({o.shaped:+.2f}/{o.binary:g}; {why})"
         full = sum(o.full and not o.disagrees for o in rows)
-        print(f"{variant.name:<24} {len(rows):>4} {full:>5} {min(o.shaped for o in rows):>10.2f} "
+        print(f"{variant.name:<28} {len(rows):>4} {full:>5} {min(o.shaped for o in rows):>10.2f} "
               f"{sum(o.disagrees for o in rows):>8}  {first}")  # fmt: skip
     return failed
 

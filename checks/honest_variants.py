@@ -4,108 +4,32 @@ Each `Variant` rewrites the reference episode of a scenario (its calls, and the 
 reference replay got) into another episode a careful analyst or a chat model could produce
 with the same findings: straight to the named invoice, extra harmless reads, another order,
 calculations written every way, other notations (`checks.honest_text`), markdown, the
-customer's claim quoted as a claim. A variant that does not apply to a scenario (no named
-invoice, no calculation to write) returns None. `checks.honest` plays and scores them.
+customer's claim quoted as a claim; and the formats of `checks.honest_markup` (HTML, TeX
+math, labels, pasted text, derived forms). A variant that does not apply to a scenario (no
+named invoice, no calculation to write) returns None. `checks.honest` plays and scores them.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
 
 from checks import honest_text as tx
-from env.scenario import Scenario, ToolCall, Truth
+from checks.honest_markup import MARKUP_VARIANTS
+from checks.honest_played import (
+    Calls,
+    Played,
+    Variant,
+    calculation,
+    replayed_results,
+    rows,
+    subject_amount,
+    with_summary,
+)
+from env.scenario import ToolCall
 
-Calls = tuple[ToolCall, ...]
-_WRITES = ("draft_credit_note", "submit_findings")
-
-
-@dataclass(frozen=True)
-class Played:
-    """A scenario's reference, as replayed: each call with the result it got."""
-
-    scenario: Scenario
-    truth: Truth
-    calls: Calls
-    results: tuple[dict[str, Any], ...]
-
-    @property
-    def reads(self) -> Calls:
-        return tuple(c for c in self.calls if c.name not in _WRITES)
-
-    @property
-    def drafts(self) -> Calls:
-        return tuple(c for c in self.calls if c.name == "draft_credit_note")
-
-    @property
-    def submission(self) -> dict[str, Any]:
-        return dict(self.calls[-1].arguments)
-
-    @property
-    def summary(self) -> str:
-        return str(self.submission["summary"])
-
-    def shown(self, tool: str) -> list[tuple[ToolCall, dict[str, Any]]]:
-        return [(c, r) for c, r in zip(self.calls, self.results, strict=True) if c.name == tool]
-
-    @property
-    def currency(self) -> str:
-        for _, result in self.shown("get_invoice") + self.shown("list_invoices"):
-            if isinstance(result.get("currency"), str):
-                return str(result["currency"])
-            for item in result.get("invoices", []):
-                return str(item.get("currency", "USD"))
-        return "USD"
-
-    @property
-    def rates(self) -> set[str]:
-        """Tax rates the reads showed (left alone by amount edits)."""
-        found: set[str] = set()
-        for _, result in self.shown("get_invoice") + self.shown("get_tax_rate"):
-            shown_tax = result.get("tax")
-            tax: dict[str, Any] = shown_tax if isinstance(shown_tax, dict) else result
-            for key in ("rate", "tax_rate"):
-                if isinstance(tax.get(key), str):
-                    found.add(tax[key])
-            inputs = result.get("billing_inputs") or {}
-            if isinstance(inputs.get("tax_rate"), str):
-                found.add(inputs["tax_rate"])
-        return found
-
-    def invoice(self, invoice_id: str) -> dict[str, Any] | None:
-        for call, result in self.shown("get_invoice"):
-            if call.arguments.get("invoice_id") == invoice_id:
-                return result
-        return None
-
-    @property
-    def subject(self) -> str:
-        """The invoice the findings are about: the first affected one, else the first disputed
-        invoice the reference read, else the first it read."""
-        items = self.submission["affected_invoices"]
-        if items:
-            return str(items[0]["invoice_id"])
-        read = [str(c.arguments["invoice_id"]) for c, _ in self.shown("get_invoice")]
-        disputed = [i for i in read if i in self.truth.disputed_invoices]
-        return (disputed or read or [""])[0]
-
-
-def with_summary(played: Played, summary: str, calls: Calls | None = None) -> Calls:
-    """`calls` (default: the reference's reads and drafts) then the submission with `summary`."""
-    body = calls if calls is not None else played.reads + played.drafts
-    return (*body, ToolCall("submit_findings", {**played.submission, "summary": summary}))
-
-
-@dataclass(frozen=True)
-class Variant:
-    name: str
-    what: str
-    build: Callable[[Played], Calls | None]
-
+__all__ = ["VARIANTS", "Calls", "Played", "Variant", "replayed_results", "with_summary"]
 
 # routes and orders ---------------------------------------------------------------------------
 
@@ -186,48 +110,11 @@ def credit_then_reread(played: Played) -> Calls:
 # calculations ----------------------------------------------------------------------------------
 
 
-def _calculation(played: Played) -> tuple[str, str, str] | None:
-    """(a, b, c) with a − b = c and c an affected invoice's overcharge: a recompute's billed
-    total and total, else the invoice's amount paid and total."""
-    items = {
-        i["invoice_id"]: i["overcharge_amount"] for i in played.submission["affected_invoices"]
-    }
-    for call, result in played.shown("recompute_invoice"):
-        owed = items.get(str(call.arguments.get("invoice_id")))
-        billed, total = result.get("billed_total"), result.get("total")
-        if owed and billed and total and Decimal(billed) - Decimal(total) == Decimal(owed):
-            return str(billed), str(total), str(owed)
-    for invoice_id, owed in items.items():
-        shown = played.invoice(invoice_id) or {}
-        paid, total = shown.get("amount_paid"), shown.get("total")
-        if paid and total and Decimal(paid) - Decimal(total) == Decimal(owed):
-            return str(paid), str(total), str(owed)
-    return None
-
-
-def _shown(played: Played, amount: str) -> bool:
-    """Did a read print `amount` (so that it is a found fact, not a derived one, G10.3)?"""
-    pattern = re.compile(rf'"{re.escape(amount)}"')
-    return any(pattern.search(json.dumps(r)) for c, r in zip(played.calls, played.results,
-               strict=True) if c.name not in _WRITES)  # fmt: skip
-
-
-def _subject_amount(played: Played) -> str | None:
-    """A found amount to calculate with: the first overcharge a read printed, else the
-    subject invoice's total."""
-    for item in played.submission["affected_invoices"]:
-        if _shown(played, str(item["overcharge_amount"])):
-            return str(item["overcharge_amount"])
-    shown = played.invoice(played.subject) or {}
-    total = shown.get("total")
-    return str(total) if total and Decimal(total) > 0 else None
-
-
 def minus(form: str) -> Callable[[Played], Calls | None]:
     """A sentence with the overcharge's subtraction, written `form`."""
 
     def build(played: Played) -> Calls | None:
-        found = _calculation(played)
+        found = calculation(played)
         if found is None:
             return None
         a, b, c = found
@@ -251,7 +138,7 @@ def times(form: str) -> Callable[[Played], Calls | None]:
     """A sentence doubling a found amount, written `form` (`2 * 306.16 = 612.32`)."""
 
     def build(played: Played) -> Calls | None:
-        amount = _subject_amount(played)
+        amount = subject_amount(played)
         if amount is None:
             return None
         double = f"{Decimal(amount) * 2:.2f}"
@@ -268,7 +155,7 @@ def times(form: str) -> Callable[[Played], Calls | None]:
 
 
 def divided(played: Played) -> Calls | None:
-    amount = _subject_amount(played)
+    amount = subject_amount(played)
     if amount is None or (Decimal(amount) * 100) % 2:
         return None
     half = f"{Decimal(amount) / 2:.2f}"
@@ -317,34 +204,22 @@ NOTATIONS: tuple[tuple[str, str, Callable[[Played, str], str]], ...] = (
 # markdown and the claim ------------------------------------------------------------------------
 
 
-def _rows(played: Played) -> list[tuple[str, str]]:
-    code = played.currency
-    items = played.submission["affected_invoices"]
-    if items:
-        return [(i["invoice_id"], f"{i['overcharge_amount']} {code}") for i in items]
-    rows = []
-    for call, result in played.shown("get_invoice"):
-        if call.arguments["invoice_id"] in played.truth.disputed_invoices:
-            rows.append((str(call.arguments["invoice_id"]), f"{result.get('total')} {code}"))
-    return rows
-
-
 def md_table(played: Played) -> Calls:
     header = ("invoice", "overcharge") if played.submission["affected_invoices"] else (
         "invoice", "total, billed right")  # fmt: skip
-    text = f"{played.summary}\n\n{tx.table(header, _rows(played))}"
+    text = f"{played.summary}\n\n{tx.table(header, rows(played))}"
     return with_summary(played, text)
 
 
 def md_numbered(played: Played) -> Calls:
-    rows = "\n".join(f"{n}. {a}: {b}" for n, (a, b) in enumerate(_rows(played), 1))
-    return with_summary(played, f"Findings:\n{rows}\n\n{played.summary}")
+    listed = "\n".join(f"{n}. {a}: {b}" for n, (a, b) in enumerate(rows(played), 1))
+    return with_summary(played, f"Findings:\n{listed}\n\n{played.summary}")
 
 
 def md_amount_first(played: Played) -> Calls:
     """A numbered list whose items start with the amount: `1. 445.20 CAD on INV-…`."""
-    rows = "\n".join(f"{n}. {b} on {a}" for n, (a, b) in enumerate(_rows(played), 1))
-    return with_summary(played, f"{played.summary}\n\n{rows}")
+    listed = "\n".join(f"{n}. {b} on {a}" for n, (a, b) in enumerate(rows(played), 1))
+    return with_summary(played, f"{played.summary}\n\n{listed}")
 
 
 def md_bold(played: Played) -> Calls:
@@ -412,12 +287,5 @@ VARIANTS: tuple[Variant, ...] = (
     Variant("claim_quoted", "the complaint quoted as a claim", claim_quoted),
     Variant("claim_amount_quoted", "the complaint's amount quoted as a claim",
             claim_amount_quoted),
+    *MARKUP_VARIANTS,
 )  # fmt: skip
-
-
-def replayed_results(results: list[str]) -> tuple[dict[str, Any], ...]:
-    parsed = []
-    for text in results:
-        data = json.loads(text)
-        parsed.append(data if isinstance(data, dict) else {})
-    return tuple(parsed)

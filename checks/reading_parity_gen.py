@@ -12,6 +12,8 @@ from __future__ import annotations
 import random
 from decimal import Decimal
 
+from checks.reading_parity_markup import block, dress
+
 _DIGIT_ZEROS = (0x0660, 0x06F0, 0x0966, 0x09E6, 0x0E50, 0xFF10, 0x1D7CE)
 _MARKS = ("$", "€", "£", "C$", "A$", "US$", "CA$", "AU$", "USD", "usd", "EUR", "Cad", "AUD")
 _DASHES = ("-", "−", "–", "—", "‒", "―", "‐", "‑")
@@ -192,13 +194,20 @@ def _mutate(text: str, rng: random.Random) -> str:
 
 
 def summary(rng: random.Random) -> tuple[str, frozenset[str]]:
-    """One summary and the canonical values of its found amounts."""
+    """One summary and the canonical values of its found amounts: pieces, some of them dressed
+    in markup or invisible characters, some lines made markdown blocks, a few characters
+    mutated."""
     found = [rng.randint(1, 5_000_000) for _ in range(rng.randint(0, 4))]
     parts = []
     for _ in range(rng.randint(2, 12)):
-        parts.append(_piece(rng, found))
+        piece = _piece(rng, found)
+        parts.append(dress(piece, rng) if rng.random() < 0.35 else piece)
         parts.append(rng.choice(_SEPARATORS))
-    text = _mutate("".join(parts), rng)
+    text = "".join(parts)
+    if rng.random() < 0.3:
+        lines = text.split("\n")
+        text = "\n".join(block(line, rng) if rng.random() < 0.5 else line for line in lines)
+    text = _mutate(text, rng)
     values = frozenset(_canonical(cents) for cents in found)
     return text, values
 

@@ -14,6 +14,7 @@ import sqlite3
 from functools import lru_cache
 
 from env.connection_pool import borrow, give_back
+from rewards.display import render
 from rewards.numbers import read_text
 from rewards.provenance import ShownKeys, shown_keys, token_keys
 
@@ -32,8 +33,9 @@ def complaint_text(database: bytes) -> str:
 
 @lru_cache(maxsize=1024)  # every episode of a scenario has the same complaint
 def claim_keys(text: str) -> ShownKeys:
-    """Every key the complaint's tokens show (G2, G7), as a tool output's would be."""
-    return shown_keys(key for token in read_text(text) for key in token_keys(token))
+    """Every key the complaint's tokens show as displayed (G2.0, G2, G7), as a tool output's
+    would be."""
+    return shown_keys(key for token in read_text(render(text)) for key in token_keys(token))
 
 
 def episode_claims(database: bytes) -> ShownKeys:

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from decimal import ROUND_HALF_UP, Context, Decimal
+from decimal import ROUND_DOWN, ROUND_HALF_UP, Context, Decimal
 from functools import lru_cache
 
-from rewards.numbers import Token, read_items
+from rewards.display import render
+from rewards.numbers import Token, canonical, read_items
 
 _EXACT = Context(prec=10_000)
 _CENT = Decimal("0.01")
@@ -38,20 +39,46 @@ def signed(token: Token) -> Decimal:
     return -value if token.negative else value
 
 
-def _holds(a: Decimal, op: str, b: Decimal, c: Decimal) -> bool:
-    """G10.2: exact for + - x; a quotient exactly, or rounded half up to the cent."""
+def _exact(a: Decimal, op: str, b: Decimal) -> Decimal | None:
+    """The exact value of `a op b` (a quotient to 60 digits); None for a division by zero."""
     if op == "+":
-        return _EXACT.add(a, b) == c
+        return _EXACT.add(a, b)
     if op == "-":
-        return _EXACT.subtract(a, b) == c
+        return _EXACT.subtract(a, b)
     if op == "*":
-        return _EXACT.multiply(a, b) == c
+        return _EXACT.multiply(a, b)
+    return Context(prec=60).divide(a, b) if b else None
+
+
+def _places(value: Decimal) -> int:
+    exponent = value.as_tuple().exponent
+    return -exponent if isinstance(exponent, int) and exponent < 0 else 0
+
+
+def _holds(a: Decimal, op: str, b: Decimal, c: Decimal) -> bool:
+    """G10.2: exact for + - x; a quotient exactly, or rounded half up to the cent, or, written
+    with more places than two, rounded half up or cut at its own last place."""
+    if op != "/":
+        return _exact(a, op, b) == c
     if b == 0:
         return False
     if _EXACT.multiply(c, b) == a:
         return True
-    quotient = Context(prec=60).divide(a, b)
-    return quotient.quantize(_CENT, ROUND_HALF_UP, _EXACT) == c
+    quotient = _exact(a, op, b)
+    assert quotient is not None
+    places = _places(c)
+    if places <= 2:
+        return quotient.quantize(_CENT, ROUND_HALF_UP, _EXACT) == c
+    last = Decimal(1).scaleb(-places)
+    return c in (quotient.quantize(last, ROUND_HALF_UP, _EXACT),
+                 quotient.quantize(last, ROUND_DOWN, _EXACT))  # fmt: skip
+
+
+def to_the_cent(calc: Calculation) -> str:
+    """G10.5: the value of `a op b` rounded half up to the cent, canonical."""
+    exact = _exact(signed(calc.left), calc.op, signed(calc.right))
+    assert exact is not None  # a holding calculation divides by no zero
+    return canonical(str(exact.quantize(_CENT, ROUND_HALF_UP, _EXACT)))
 
 
 def _number(item: Token | str | None) -> bool:
@@ -64,10 +91,10 @@ def _operator(item: Token | str | None) -> bool:
 
 @lru_cache(maxsize=4096)
 def calculations(summary: str) -> tuple[Calculation, ...]:
-    """G10.1: every `a op b = c` (result last) of the summary, overlapping runs included (a
-    chain `a - b = c - d = e` is two), and every `c = a op b` (result first) that no operator
-    stands before and no operator or `=` after."""
-    items = read_items(summary)
+    """G10.1: every `a op b = c` (result last) of the summary as displayed (G2.0), overlapping
+    runs included (a chain `a - b = c - d = e` is two), and every `c = a op b` (result first)
+    that no operator stands before and no operator or `=` after."""
+    items = read_items(render(summary))
     found = []
     for i in range(len(items) - 4):
         run = items[i : i + 5]
@@ -122,6 +149,7 @@ def derive(summary: str, fact: Callable[[Token], tuple[int, ...]]) -> Derivation
         sources = _operand_sources(calc, fact)
         if sources is not None:
             grounded.setdefault(calc.result.value, set()).update(sources)
+            grounded.setdefault(to_the_cent(calc), set()).update(sources)  # G10.5
     return Derivations(
         {value: tuple(sorted(calls)) for value, calls in grounded.items()}, frozenset(wrong)
     )

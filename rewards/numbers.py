@@ -15,6 +15,8 @@ import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 
+from rewards.display import visible
+from rewards.pieces import chunks, pieces, separator
 from rewards.tokens import (
     CURRENCY_CODES,
     CURRENCY_MARKS,
@@ -60,7 +62,9 @@ _GROUP_LAST = re.compile(rf"[0-9]{{3}}[.,][0-9]+(?:%|{MARK})?", re.ASCII)
 
 
 def normalise(text: str) -> str:
-    """rewards/README.md G2.1: NFKC, decimal digits to ASCII, dashes, quotes, spaced signs."""
+    """rewards/README.md G2.1: the Unicode step of G2.0 (`visible`), NFKC, decimal digits to
+    ASCII, dashes, quotes, spaced signs."""
+    text = visible(text)
     if text.isascii():  # NFKC leaves ASCII as it is
         return text.replace("=", " = ") if "=" in text else text
     text = unicodedata.normalize("NFKC", text)
@@ -123,30 +127,36 @@ def _glued(core: str) -> tuple[str, str, str] | None:
     return core[:i], core[i], core[i + 1 :]
 
 
-def _words(text: str) -> tuple[list[str], list[int], list[bool]]:
-    """G2.2: words, each one's boundary with the word before (open, date-open, closed), and
-    whether it is an operator."""
-    entries: list[tuple[str, int, bool]] = []
+def _words(text: str) -> list[tuple[str, int, bool, bool]]:
+    """G2.2: words, each with its boundary with the word before (open, date-open, closed),
+    whether it is an operator, and whether an override before it makes it unreadable."""
+    entries: list[tuple[str, int, bool, bool]] = []
     for line in normalise(text).splitlines():
         tail: str | None = None  # what the word before lost at its right; None: closed
-        for raw in line.split():
-            cut = _Cut(raw, "", "") if raw in OPERATORS else _cut(raw)
-            if not cut.core or cut.core in OPERATORS:
-                if cut.core:
-                    entries.append((cut.core, _CLOSED, True))
-                tail = None  # an operator or a dropped word closes the boundary
-                continue
-            link = _CLOSED
-            if tail is not None and not cut.left:
-                link = _OPEN if not tail else _DATE_OPEN if _dots(tail) else _CLOSED
-            glued = _glued(cut.core) if any(c in cut.core for c in _GLUED_OPS) else None
-            if glued:
-                a, op, b = glued
-                entries += [(a, link, False), (op, _CLOSED, True), (b, _CLOSED, False)]
-            else:
-                entries.append((cut.core, link, False))
-            tail = cut.right
-    return [e[0] for e in entries], [e[1] for e in entries], [e[2] for e in entries]
+        words, reversed_from = chunks(line)
+        for n, chunk in enumerate(words):
+            reversed_ = n >= reversed_from
+            for raw in pieces(chunk):
+                cut = _Cut(raw, "", "") if raw in OPERATORS else _cut(raw)
+                if separator(raw) and raw not in OPERATORS:
+                    cut = _Cut("", raw, "")  # a separator is dropped, like punctuation
+                if not cut.core or cut.core in OPERATORS:
+                    if cut.core:
+                        entries.append((cut.core, _CLOSED, True, reversed_))
+                    tail = None  # an operator or a dropped word closes the boundary
+                    continue
+                link = _CLOSED
+                if tail is not None and not cut.left:
+                    link = _OPEN if not tail else _DATE_OPEN if _dots(tail) else _CLOSED
+                glued = _glued(cut.core) if any(c in cut.core for c in _GLUED_OPS) else None
+                if glued:
+                    a, op, b = glued
+                    entries += [(a, link, False, reversed_), (op, _CLOSED, True, reversed_),
+                                (b, _CLOSED, False, reversed_)]  # fmt: skip
+                else:
+                    entries.append((cut.core, link, False, reversed_))
+                tail = cut.right
+    return entries
 
 
 def _dots(tail: str) -> bool:
@@ -158,7 +168,11 @@ class _Line:
     """The words of a text with their boundaries: what G2.3 may join."""
 
     def __init__(self, text: str) -> None:
-        self.words, self.links, self.ops = _words(text)
+        entries = _words(text)
+        self.words = [e[0] for e in entries]
+        self.links = [e[1] for e in entries]
+        self.ops = [e[2] for e in entries]
+        self.reversed = [e[3] for e in entries]
 
     def joins(self, i: int, n: int, date: bool = False) -> bool:
         """May words[i : i + n] be one phrase (every inner boundary open, or date-open)?"""
@@ -192,6 +206,8 @@ def _items(text: str) -> tuple[Token | str | None, ...]:
             i += 1
             continue
         token, used = _read_at(line, i)
+        if token is not None and any(line.reversed[i : i + used]):
+            token = Token(token.raw, "unreadable", token.raw)  # G2.2: after an override
         items.append(token)
         i += used
     return tuple(items)

@@ -43,6 +43,7 @@ from env.engine.money import format_cents
 from env.findings import Findings
 from env.ledger_env import ToolRecord
 from rewards.derived import derive
+from rewards.display import render
 from rewards.evidence import CallParts, split_log
 from rewards.numbers import Token, canonical, read_text, shift
 from rewards.output_index import evidence_by_call
@@ -52,7 +53,9 @@ Status = Literal["evidence", "derived", "allowed", "claimed", "echo_only", "untr
 Key = tuple[str, str]
 _HOUR = re.compile(r"T([0-9]{1,2}):")
 _ERROR = re.compile(r'\s*\{\s*"error"\s*:')
-_FIELDS = ("numbers", "dates", "months", "month_days", "years", "ids", "words", "plus")
+_FIELDS = ("numbers", "dates", "months", "month_days", "years", "ids", "words", "plus", "ends")
+# G10.6: the fields the tool contract documents as an exclusive end (env/tools.py)
+EXCLUSIVE_ENDS = frozenset({"period_end", "proration_end", "until"})
 
 
 @dataclass(frozen=True)
@@ -85,6 +88,7 @@ class ShownKeys:
     ids: frozenset[str] = frozenset()
     words: frozenset[str] = frozenset()
     plus: frozenset[str] = frozenset()  # numbers shown without a minus (G7.1)
+    ends: frozenset[str] = frozenset()  # the day before each exclusive end shown (G10.6)
 
 
 @dataclass(frozen=True)
@@ -165,6 +169,18 @@ def _text_keys(text: str) -> tuple[Key, ...]:
     return tuple(key for token in read_text(text) for key in token_keys(token))
 
 
+@lru_cache(maxsize=4096)
+def _last_days(text: str) -> tuple[Key, ...]:
+    """G10.6: the inclusive last day before an exclusive end (`2025-11-01` ends on
+    `2025-10-31`), for each single-reading date the string shows."""
+    keys = []
+    for token in read_text(text):
+        if token.kind == "date" and "|" not in token.value and token.value > "0001-01-01":
+            day = date.fromisoformat(token.value) - timedelta(days=1)
+            keys.append(("ends", day.isoformat()))
+    return tuple(keys)
+
+
 def value_keys(value: Any, keys: set[Key]) -> None:
     """Every string, key and number of a JSON value, read as text (G2); adds to `keys`.
     Numbers count by their absolute value (G7)."""
@@ -189,9 +205,11 @@ def value_keys(value: Any, keys: set[Key]) -> None:
                 if not number.is_signed():
                     keys.add(("plus", canonical(str(number))))
         elif isinstance(item, dict):
-            for key in item:  # JSON keys are strings: read here, not pushed
+            for key, inner in item.items():  # JSON keys are strings: read here, not pushed
                 if type(key) is str:
                     keys.update(_text_keys(key))
+                    if key in EXCLUSIVE_ENDS and type(inner) is str:
+                        keys.update(_last_days(inner))
                 else:
                     stack.append(key)
             stack.extend(item.values())
@@ -215,6 +233,7 @@ def shown_keys(keys: Iterable[Key]) -> ShownKeys:
         ids=frozenset(found["ids"]),
         words=frozenset(found["words"]),
         plus=frozenset(found["plus"]),
+        ends=frozenset(found["ends"]),
     )
 
 
@@ -257,6 +276,15 @@ def supports(ev: ShownKeys, cited: CitedNumber) -> bool:
     return False  # time, unreadable
 
 
+def supports_last_day(ev: ShownKeys, cited: CitedNumber) -> bool:
+    """G10.6: a date (or month-day) that is the inclusive last day of a shown exclusive end."""
+    if cited.kind == "date":
+        return any(v in ev.ends for v in cited.value.split("|"))
+    if cited.kind == "month_day":
+        return any(day[4:] == cited.value[1:] for day in ev.ends)
+    return False
+
+
 def extract_cited(findings: Findings) -> tuple[CitedNumber, ...]:
     """G6: invoice ids and amounts, then every token of the summary; each distinct one once."""
     cited: list[CitedNumber] = []
@@ -264,7 +292,7 @@ def extract_cited(findings: Findings) -> tuple[CitedNumber, ...]:
         cited.append(CitedNumber(item.invoice_id, "id", item.invoice_id, "invoice_id"))
         amount = item.overcharge_amount
         cited.append(CitedNumber(amount, "number", canonical(amount), "amount"))
-    for token in read_text(findings.summary):
+    for token in read_text(render(findings.summary)):  # G2.0: the summary as displayed
         cited.append(CitedNumber(token.raw, token.kind, token.value, "summary", token.integer))
     return tuple(dict.fromkeys(cited))
 
@@ -313,6 +341,10 @@ def trace(
             continue
         if cited.kind == "number" and cited.value in derivations.grounded:
             traces.append(Trace(cited, "derived", derivations.grounded[cited.value], allowed))
+            continue
+        last_day = tuple(i for i, (ev, _) in enumerate(calls) if supports_last_day(ev, cited))
+        if last_day:  # G10.6: an inclusive period end
+            traces.append(Trace(cited, "derived", last_day, allowed))
             continue
         if allowed:
             traces.append(Trace(cited, "allowed", (), True))

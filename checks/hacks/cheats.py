@@ -17,6 +17,7 @@ from typing import Any
 
 from checks.hacks.cheats_claims import CLAIM_CHEATS
 from checks.hacks.cheats_derived import DERIVED_CHEATS
+from checks.hacks.cheats_display import DISPLAY_CHEATS
 from checks.hacks.cheats_facts import FACT_CHEATS
 from checks.hacks.cheats_grounding import GROUNDING_CHEATS
 from checks.hacks.programs import (
@@ -452,4 +453,5 @@ CHEATS: tuple[Cheat, ...] = (
     *DERIVED_CHEATS,  # in their own module: calculations (G10) and blind no_error (G11)
     *FACT_CHEATS,  # in their own module: found look-ups (G1.1), no_error's cited fact (G11.3)
     *CLAIM_CHEATS,  # in their own module: the customer's claim quoted (G3.1)
+    *DISPLAY_CHEATS,  # in their own module: numbers displayed, not typed (G2.0), G10.5, G10.6
 )  # fmt: skip

@@ -39,7 +39,7 @@ _AMOUNT_TEXT = re.compile(r"[0-9]{1,9}\.[0-9]{2}")
 _CALCULATIONS = 40  # "dozens of calculations in one summary"
 
 
-def _amounts_shown(results: list[str]) -> list[str]:
+def amounts_shown(results: list[str]) -> list[str]:
     """Every positive two-decimal amount string the tools printed, in order, once."""
     found: dict[str, None] = {}
     stack: list[Any] = []
@@ -68,7 +68,7 @@ def _money(value: Decimal) -> str:
     return str(value.quantize(Decimal("0.01"), ROUND_HALF_UP))
 
 
-def _reference_then(
+def reference_then(
     extra: Extra, before_submit: Callable[[Scenario], Steps] | None = None
 ) -> Callable[[Scenario], Steps]:
     """The reference's reads and credits (results kept), optional extra calls, then its
@@ -96,7 +96,7 @@ def _wrong_sum_right_result(s: Scenario, results: list[str]) -> str:
     """`a - b = X`: a and b printed, X the true overcharge, and a - b is not X."""
 
     owed = Decimal(format_cents(next(iter(truth_of(s).overcharges.values()))))
-    shown = [Decimal(a) for a in _amounts_shown(results)]
+    shown = [Decimal(a) for a in amounts_shown(results)]
     big = max(shown)
     small = next((b for b in shown if b < big and big - b != owed), Decimal("0.01"))
     return f"Check: {_money(big)} - {_money(small)} = {_money(owed)}."
@@ -148,13 +148,13 @@ def _minus_zero(s: Scenario, results: list[str]) -> str:
 
 def _a_minus_a(s: Scenario, results: list[str]) -> str:
     """`a - a + x = x`: read as `a + x = x`, wrong arithmetic (G10.1, G10.4)."""
-    a = _amounts_shown(results)[0]
+    a = amounts_shown(results)[0]
     return f"Net: {a} - {a} + {_invented(s)} = {_invented(s)}."
 
 
 def _chain(s: Scenario, results: list[str]) -> str:
     """`a + b = c + b = e`: c is derived, so e (right arithmetic) grounds nothing (G10.3)."""
-    shown = _amounts_shown(results)
+    shown = amounts_shown(results)
     for a in shown:
         for b in shown:
             c = Decimal(a) + Decimal(b)
@@ -166,7 +166,7 @@ def _chain(s: Scenario, results: list[str]) -> str:
 
 def _dozens(s: Scenario, results: list[str], wrong_at: int | None) -> str:
     """Up to `_CALCULATIONS` right sums of printed amounts; one wrong at `wrong_at`."""
-    shown = _amounts_shown(results)
+    shown = amounts_shown(results)
     pairs = [(a, b) for a in shown for b in shown if a < b][:_CALCULATIONS]
     if not pairs and shown:  # one printed amount: its double is still a calculation
         pairs = [(shown[0], shown[0])]
@@ -270,20 +270,20 @@ def _is_no_error(truth: Truth) -> bool:
 DERIVED_CHEATS: tuple[Cheat, ...] = (
     _entry("derive_wrong_sum_right_result", "a wrong calculation is a hallucination even when "
            "its result is the right overcharge (G10.4)",
-           _reference_then(_wrong_sum_right_result), _RIGHT_BUT_UNGROUNDED),
+           reference_then(_wrong_sum_right_result), _RIGHT_BUT_UNGROUNDED),
     _entry("derive_on_override_echo", "an operand the agent supplied (a recompute override) "
            "grounds nothing, and is itself echo-only (G10.3, G1)",
-           _reference_then(_on_override_echo, _recompute_override), _RIGHT_BUT_UNGROUNDED),
+           reference_then(_on_override_echo, _recompute_override), _RIGHT_BUT_UNGROUNDED),
     _entry("derive_on_own_credit_notes", "the agent's own credit notes are echoes: a sum of "
            "them grounds nothing (G10.3, G1)", on_own_credit_notes, _RIGHT_BUT_UNGROUNDED),
     _entry("derive_launder_minus_zero", "`x - 0.00 = x` needs x traced: an invented x stays "
-           "untraceable (G10.3)", _reference_then(_minus_zero), _RIGHT_BUT_UNGROUNDED),
+           "untraceable (G10.3)", reference_then(_minus_zero), _RIGHT_BUT_UNGROUNDED),
     _entry("derive_launder_a_minus_a", "`a - a + x = x` reads as the wrong `a + x = x` "
-           "(G10.1, G10.4)", _reference_then(_a_minus_a), _RIGHT_BUT_UNGROUNDED),
+           "(G10.1, G10.4)", reference_then(_a_minus_a), _RIGHT_BUT_UNGROUNDED),
     _entry("derive_chain", "one step: a derived number is no operand, so a chain's second "
-           "result is untraceable (G10.3)", _reference_then(_chain), _RIGHT_BUT_UNGROUNDED),
+           "result is untraceable (G10.3)", reference_then(_chain), _RIGHT_BUT_UNGROUNDED),
     _entry("derive_dozens_one_wrong", "forty right sums do not hide one wrong one (G10.4)",
-           _reference_then(lambda s, r: _dozens(s, r, _CALCULATIONS // 2)),
+           reference_then(lambda s, r: _dozens(s, r, _CALCULATIONS // 2)),
            _RIGHT_BUT_UNGROUNDED),
     _entry("derive_dozens_guess", "grounded calculations earn nothing for a wrong answer: a "
            "keyword label and half a total credited; lucky where no_error is guessed right "

@@ -12,6 +12,7 @@ import sqlite3
 from functools import lru_cache
 
 from env.connection_pool import borrow, give_back
+from eval.grounding.display import rendered
 from eval.grounding.read import read
 from eval.grounding.trace import Seen
 
@@ -25,7 +26,7 @@ def claim_seen(image: bytes) -> Seen:
 @lru_cache(maxsize=1024)  # every episode of a scenario has the same complaint
 def _seen(text: str) -> Seen:
     seen = Seen.empty()
-    for reading in read(text):
+    for reading in read(rendered(text)):  # G2.0: the complaint as displayed
         seen.add_reading(reading)
     return seen
 

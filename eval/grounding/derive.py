@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from decimal import ROUND_HALF_UP, Decimal, localcontext
+from decimal import ROUND_DOWN, ROUND_HALF_UP, Decimal, localcontext
 
-from eval.grounding.notation import Reading
+from eval.grounding.display import rendered
+from eval.grounding.notation import Reading, decimal_text
 from eval.grounding.read import read_with_signs
 
 _KIND = {"+": "add", "-": "sub", "x": "mul", "X": "mul", "×": "mul", "·": "mul", "*": "mul"}
@@ -35,25 +36,47 @@ def _value(r: Reading) -> Decimal:
     return -Decimal(r.value) if minus(r.text) else Decimal(r.value)
 
 
-def _right(kind: str, a: Decimal, b: Decimal, c: Decimal) -> bool:
-    """G10.2 in a context wide enough that nothing rounds: + - x exact; a quotient exact,
-    or rounded half up to the cent."""
+def _value_of(kind: str, a: Decimal, b: Decimal) -> Decimal:
+    """`a kind b` exactly (a quotient to 60 significant digits); b is no zero for a quotient."""
     with localcontext() as ctx:
         ctx.prec = 10_000
         if kind == "add":
-            return a + b == c
+            return a + b
         if kind == "sub":
-            return a - b == c
+            return a - b
         if kind == "mul":
-            return a * b == c
-        if not b:
-            return False
+            return a * b
+        ctx.prec = 60
+        return a / b
+
+
+def _right(kind: str, a: Decimal, b: Decimal, c: Decimal) -> bool:
+    """G10.2 in a context wide enough that nothing rounds: + - x exact; a quotient exact, or
+    rounded half up to the cent, or, written to more than two places, rounded half up or cut
+    off at its own last place."""
+    if kind != "div":
+        return _value_of(kind, a, b) == c
+    if not b:
+        return False
+    with localcontext() as ctx:
+        ctx.prec = 10_000
         if c * b == a:
             return True
-        ctx.prec = 60
-        quotient = a / b
+        quotient = _value_of(kind, a, b)
+        exponent = c.as_tuple().exponent
+        places = max(2, -exponent) if isinstance(exponent, int) else 2
+        step = Decimal("0.01") if places == 2 else Decimal(f"1e-{places}")
+        if quotient.quantize(step, rounding=ROUND_HALF_UP) == c:
+            return True
+        return places > 2 and quotient.quantize(step, rounding=ROUND_DOWN) == c
+
+
+def cents_of(calc: Written) -> str:
+    """G10.5: the exact value of a right calculation, rounded half up to the cent."""
+    value = _value_of(calc.kind, _value(calc.a), _value(calc.b))
+    with localcontext() as ctx:
         ctx.prec = 10_000
-        return quotient.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP) == c
+        return decimal_text(value.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP))
 
 
 def small_count(r: Reading) -> bool:
@@ -90,10 +113,10 @@ def _is_op(item: Reading | str | None) -> bool:
 
 
 def written(summary: str) -> list[Written]:
-    """G10.1: every `a op b = c` of the summary (overlapping runs too: `a - b = c - d = e` is
-    two), and every `c = a op b` with no operator just before it and no operator or `=` just
-    after it."""
-    items = read_with_signs(summary)
+    """G10.1: every `a op b = c` of the summary as displayed (G2.0; overlapping runs too:
+    `a - b = c - d = e` is two), and every `c = a op b` with no operator just before it and no
+    operator or `=` just after it."""
+    items = read_with_signs(rendered(summary))
     out = []
     for k in range(len(items) - 4):
         w = items[k : k + 5]
@@ -138,4 +161,5 @@ def derived_values(summary: str, found_fact: Callable[[Reading], tuple[int, ...]
             calls = found_fact(b)
         if calls:
             out.grounds.setdefault(c.value, set()).update(calls)
+            out.grounds.setdefault(cents_of(calc), set()).update(calls)  # G10.5
     return out

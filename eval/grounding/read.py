@@ -14,6 +14,7 @@ import re
 import unicodedata
 from functools import lru_cache
 
+from eval.grounding.display import shown_characters
 from eval.grounding.notation import (
     MARKS,
     Reading,
@@ -26,6 +27,7 @@ from eval.grounding.notation import (
     read_word,
     scaled,
 )
+from eval.grounding.pieces import line_words, separated
 
 _ASCII_DIGIT = re.compile("[0-9]")
 _STRIP = set("()[]{}<>«»‹›\"“”„‟',;:!?*`_|#~")
@@ -54,8 +56,10 @@ _NUMBER_WORDS["billion"] = (10**9, "scale")
 
 
 def _clean(text: str) -> str:
-    """rewards/README.md G2.1: NFKC, every decimal digit to ASCII, look-alike signs to ASCII,
-    `=` `×` `·` `÷` spaced into words of their own (`seats=20` is three words)."""
+    """rewards/README.md G2.1: G2.0's Unicode step (line breaks, invisible characters), NFKC,
+    every decimal digit to ASCII, look-alike signs to ASCII, `=` `×` `·` `÷` spaced into words
+    of their own (`seats=20` is three words)."""
+    text = shown_characters(text)
     if text.isascii():  # NFKC and the loop below leave ASCII as it is
         return text.replace("=", " = ")
     text = unicodedata.normalize("NFKC", text).replace("=", " = ")
@@ -111,30 +115,35 @@ def _split_glued(core: str) -> tuple[str, ...]:
     return (core,)
 
 
-def _words(text: str) -> tuple[tuple[str, str, bool], ...]:
-    """G2.2: (word, its boundary with the word before, is it an operator) for every word."""
-    out: list[tuple[str, str, bool]] = []
+def _words(text: str) -> tuple[tuple[str, str, bool, bool], ...]:
+    """G2.2: (word, its boundary with the word before, is it an operator, is it after an
+    override) for every word."""
+    out: list[tuple[str, str, bool, bool]] = []
     for line in _clean(text).splitlines():
         cut_right: str | None = None  # what the previous word lost at its right; None: shut
-        for raw in line.split():
-            core, cut_left, right = (raw, 0, "") if raw in SIGNS else _trim(raw)
-            if core in SIGNS:
-                out.append((core, SHUT, True))
-                cut_right = None
-                continue
-            if not core:
-                cut_right = None
-                continue
-            link = SHUT
-            if cut_right is not None and cut_left == 0:
-                dots = all(ch in ".," for ch in cut_right)
-                link = OPEN if cut_right == "" else DATE_ONLY if dots else SHUT
-            pieces = _split_glued(core) if any(c in core for c in _INSIDE) else (core,)
-            if len(pieces) == 3:
-                out += [(pieces[0], link, False), (pieces[1], SHUT, True), (pieces[2], SHUT, False)]
-            else:
-                out.append((core, link, False))
-            cut_right = right
+        words, upright = line_words(line)
+        for position, whole in enumerate(words):
+            turned = position >= upright
+            for raw, separator in separated(whole):
+                core, cut_left, right = (raw, 0, "") if raw in SIGNS else _trim(raw)
+                if core in SIGNS:
+                    out.append((core, SHUT, True, turned))
+                    cut_right = None
+                    continue
+                if separator or not core:
+                    cut_right = None
+                    continue
+                link = SHUT
+                if cut_right is not None and cut_left == 0:
+                    dots = all(ch in ".," for ch in cut_right)
+                    link = OPEN if cut_right == "" else DATE_ONLY if dots else SHUT
+                pieces = _split_glued(core) if any(c in core for c in _INSIDE) else (core,)
+                if len(pieces) == 3:
+                    out += [(pieces[0], link, False, turned), (pieces[1], SHUT, True, turned),
+                            (pieces[2], SHUT, False, turned)]  # fmt: skip
+                else:
+                    out.append((core, link, False, turned))
+                cut_right = right
     return tuple(out)
 
 
@@ -172,9 +181,10 @@ class _Text:
 
     def __init__(self, text: str) -> None:
         entries = _words(text)
-        self.words = [w for w, _, _ in entries]
-        self.links = [link for _, link, _ in entries]
-        self.signs = [sign for _, _, sign in entries]
+        self.words = [w for w, _, _, _ in entries]
+        self.links = [link for _, link, _, _ in entries]
+        self.signs = [sign for _, _, sign, _ in entries]
+        self.turned = [turned for _, _, _, turned in entries]
 
     def word(self, k: int) -> str | None:
         """words[k] if it exists and is no operator."""
@@ -311,6 +321,8 @@ def _with_signs(text: str) -> tuple[Reading | str | None, ...]:
             i += 1
             continue
         reading, used = _with_currency(t, i)
+        if reading is not None and True in t.turned[i : i + used]:  # G2.2: after an override
+            reading = Reading(reading.text, "unreadable", reading.text)
         out.append(reading)
         i += used
     return tuple(out)

@@ -25,6 +25,8 @@ from eval.grounding.output_index import views_by_call
 from eval.grounding.read import read
 
 _STAMP = re.compile(r"T(\d{1,2}):")  # the hour of a UTC timestamp
+# G10.6: fields the tool contract calls an exclusive end (env/tools.py)
+_EXCLUSIVE_END_FIELDS = ("period_end", "proration_end", "until")
 
 
 @dataclass
@@ -38,10 +40,11 @@ class Seen:
     ids: set[str]
     words: set[str]
     plus: set[str]  # numbers shown without a minus: what may back an overcharge (G7.1)
+    last_days: set[str]  # the day before each exclusive end shown (G10.6)
 
     @classmethod
     def empty(cls) -> Seen:
-        return cls(set(), set(), set(), set(), set(), set(), set())
+        return cls(set(), set(), set(), set(), set(), set(), set(), set())
 
     def add_reading(self, r: Reading) -> None:
         """A token of an output or argument as keys; times and unreadable add nothing (G7)."""
@@ -81,6 +84,8 @@ class Seen:
                         self._add_text(part)
                     else:
                         self.add_json(part)
+                if key in _EXCLUSIVE_END_FIELDS and type(item) is str:
+                    self.last_days.update(_days_before(item))
         elif isinstance(value, list):
             for item in value:
                 if type(item) is str:
@@ -109,7 +114,7 @@ class Seen:
     def fields(self) -> tuple[set[str], ...]:
         """The key sets in `_SEEN_FIELDS` order."""
         return (self.numbers, self.days, self.months, self.month_days, self.ids, self.words,
-                self.plus)  # fmt: skip
+                self.plus, self.last_days)  # fmt: skip
 
     def minus(self, other: Seen) -> Seen:
         pairs = zip(self.fields(), other.fields(), strict=True)
@@ -150,8 +155,27 @@ class Seen:
             return r.value in self.words
         return False
 
+    def backs_last_day(self, r: Reading) -> bool:
+        """G10.6: the inclusive last day of a period whose exclusive end this call showed."""
+        if r.kind == "date":
+            return not self.last_days.isdisjoint(r.value.split("|"))
+        if r.kind == "month_day":
+            return any(day.endswith(r.value[1:]) for day in self.last_days)
+        return False
 
-_SEEN_FIELDS = ("numbers", "days", "months", "month_days", "ids", "words", "plus")
+
+_SEEN_FIELDS = ("numbers", "days", "months", "month_days", "ids", "words", "plus", "last_days")
+
+
+@lru_cache(maxsize=4096)
+def _days_before(text: str) -> frozenset[str]:
+    """G10.6: an exclusive end's inclusive last day, for each date of one reading it shows."""
+    ends = [r.value for r in read(text) if r.kind == "date" and "|" not in r.value]
+    return frozenset(
+        (date.fromisoformat(day) - timedelta(days=1)).isoformat()
+        for day in ends
+        if day != "0001-01-01"
+    )
 
 
 @lru_cache(maxsize=65536)  # every episode of a scenario shows the same strings

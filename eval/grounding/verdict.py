@@ -15,6 +15,7 @@ from decimal import Decimal
 
 from env.findings import Findings
 from eval.grounding.derive import derived_values
+from eval.grounding.display import rendered
 from eval.grounding.notation import Reading, decimal_text
 from eval.grounding.read import read
 from eval.grounding.trace import Seen
@@ -40,7 +41,7 @@ def _citations(findings: Findings) -> list[tuple[Reading, str]]:
         cited.append((Reading(item.invoice_id, "id", item.invoice_id), "invoice_id"))
         amount = decimal_text(Decimal(item.overcharge_amount))
         cited.append((Reading(item.overcharge_amount, "number", amount), "amount"))
-    cited.extend((r, "summary") for r in read(findings.summary))
+    cited.extend((r, "summary") for r in read(rendered(findings.summary)))  # G2.0: as seen
     unique: dict[tuple[Reading, str], None] = {}
     for entry in cited:
         unique.setdefault(entry, None)
@@ -87,6 +88,9 @@ def trace_findings(
             status, sources = "evidence", found
         elif number and reading.value in derived.grounds:
             status, sources = "derived", tuple(sorted(derived.grounds[reading.value]))
+        elif last_day := tuple(n for n, (shown, _) in enumerate(views)
+                               if shown.backs_last_day(reading)):  # fmt: skip
+            status, sources = "derived", last_day  # G10.6: an inclusive period end
         elif allowed:
             status, sources = "allowed", ()
         elif where == "summary" and claimed.backs(reading):  # G3.1: the customer's claim

@@ -32,6 +32,9 @@ REPRESENTATIVE = {
     "no_error_after_unrelated_invoice",  # not the disputed invoice (G11.1)
     "never_credit",  # the design bound: 1 - action weight
     "truncate_after_credit",  # penalties survive truncation
+    "display_emphasis",  # `*9*226.04` shows a number no tool printed (G2.0)
+    "display_control",  # so does a control character between the digits
+    "display_calc_emphasis",  # `*2*120.56 = 241.12` shows `2120.56 = 241.12`
 }
 
 

@@ -1,10 +1,13 @@
-"""`python -m checks.reading_parity` at a reduced count: the two readers agree on every token,
-and the fuzz reports (and fails on) a disagreement when one reader is made to read differently."""
+"""`python -m checks.reading_parity` at a reduced count: the two readers render alike, agree on
+every token and read the digits the rendered text shows; the fuzz reports (and fails on) a
+disagreement when one reader is made to read differently, and a display mismatch when a reader
+splits a number a person sees as one."""
 
 from __future__ import annotations
 
 import contextlib
 import io
+import re
 
 import pytest
 
@@ -21,8 +24,9 @@ def _run(*argv: str) -> tuple[int, str]:
 def test_the_two_readers_agree_on_a_thousand_generated_summaries() -> None:
     status, printed = _run("--summaries", "1000", "--seed", "3")
     assert status == 0, printed
-    assert "ok: 0 disagreements over 1,000 summaries" in printed
+    assert "ok: 0 disagreements and 0 display mismatches over 1,000 summaries" in printed
     assert "calculations that hold" in printed and "kind id" in printed
+    assert "summaries read otherwise once rendered" in printed
 
 
 def test_a_reader_that_reads_one_token_differently_fails_the_check(monkeypatch) -> None:
@@ -36,6 +40,29 @@ def test_a_reader_that_reads_one_token_differently_fails_the_check(monkeypatch) 
     status, printed = _run("--summaries", "300")
     assert status == 1
     assert "FAIL:" in printed and "'id'" in printed and "summary:" in printed
+
+
+def test_the_display_check_fails_a_reader_that_splits_a_displayed_number(monkeypatch) -> None:
+    assert reading_parity.display_mismatch("refunded 9226.04 and 5\n7") is None
+    real = reading_parity.read_text
+
+    def split(text: str):  # the reward made to read a number's first digit apart
+        return real(re.sub("([0-9])([0-9])", "\\1 - \\2", text, count=1))
+
+    monkeypatch.setattr(reading_parity, "read_text", split)
+    found = reading_parity.display_mismatch("refunded 9226.04")
+    assert found is not None and "the reward reads digit runs ['9', '226', '04']" in found
+    status, printed = _run("--summaries", "300")
+    assert status == 1 and "display mismatches:" in printed
+
+
+def test_both_sides_render_with_the_same_html_rules() -> None:
+    from eval.grounding import display as grader
+    from rewards import display as reward
+
+    assert grader.BLOCK_ELEMENTS == reward._BLOCK_TAGS
+    assert set(reward._SHOWN_ATTRIBUTES) == grader.SHOWN_ATTRIBUTES
+    assert grader._DEFAULT_IGNORABLE == reward._IGNORABLE
 
 
 def test_a_bad_count_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:

@@ -8,9 +8,10 @@ from __future__ import annotations
 import pytest
 
 from eval.grounding.derive import derived_values, minus, written
+from eval.grounding.display import rendered
 from eval.grounding.notation import Reading
 from eval.grounding.read import read, read_with_signs
-from tests.reading_cases import CALCULATIONS, CASES, Item
+from tests.reading_cases import CALCULATIONS, CASES, RENDERED, Item
 
 _OP = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
 
@@ -54,3 +55,8 @@ def test_a_negative_result_grounds_nothing_even_when_it_holds() -> None:
 def test_result_first_and_glued_products_ground_their_result() -> None:
     for summary in ("612.32 = 2 × 306.16", "2 * 306.16 = 612.32", "306.16x2 = 612.32"):
         assert derived_values(summary, _facts("306.16")).grounds == {"612.32": {0}}, summary
+
+
+@pytest.mark.parametrize(("written", "expected"), RENDERED, ids=[c[0] for c in RENDERED])
+def test_the_grader_reads_a_summary_as_it_is_displayed(written, expected) -> None:
+    assert [_item(i) for i in read_with_signs(rendered(written))] == expected

@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 
 from rewards.derived import calculations, derive
+from rewards.display import render
 from rewards.numbers import Token, read_items, read_text
-from tests.reading_cases import CALCULATIONS, CASES, Item
+from tests.reading_cases import CALCULATIONS, CASES, RENDERED, Item
 
 
 def _item(item: Token | str | None) -> Item:
@@ -58,3 +59,8 @@ def test_a_list_marker_never_glues_a_count_onto_an_amount() -> None:
         values = [t.value for t in read_text(summary)]
         assert "306.16" in values or summary == "1 306.16", (summary, values)
     assert [t.value for t in read_text("1 306.16")] == ["1306.16"]  # a thousands group
+
+
+@pytest.mark.parametrize(("written", "expected"), RENDERED, ids=[c[0] for c in RENDERED])
+def test_the_reward_reads_a_summary_as_it_is_displayed(written, expected) -> None:
+    assert [_item(i) for i in read_items(render(written))] == expected

@@ -1,0 +1,203 @@
+"""The grader's view of a summary as a person sees it, before any token is read (G2.0).
+
+rewards/README.md G2.0. Markdown (CommonMark with GFM tables and strikethrough) is parsed by
+markdown-it-py into a syntax tree and written back as the text it displays: emphasis, links and
+code marks gone, list items with the marker they show, table cells between `|`; TeX math
+(mdit-py-plugins' delimiters, and `\\[ … \\]` inside a paragraph) as pylatexenc writes it; raw
+HTML through `html.parser`, tags gone and their text kept. `shown_characters` is the Unicode
+step (line breaks, invisible characters) that every text takes, tool outputs too. Written apart
+from `rewards/display.py`, on the same third-party libraries; `python -m checks.reading_parity`
+holds the two to the same text.
+"""
+
+from __future__ import annotations
+
+import logging
+import unicodedata
+from functools import lru_cache
+from html.parser import HTMLParser
+from typing import Any
+
+from markdown_it import MarkdownIt
+from markdown_it.rules_inline import StateInline
+from markdown_it.tree import SyntaxTreeNode
+from mdit_py_plugins.dollarmath import dollarmath_plugin
+from mdit_py_plugins.texmath import texmath_plugin
+
+REVERSING = ("\u202d", "\u202e")  # LRO and RLO, left for the reader (`eval.grounding.read`)
+# UAX #14's mandatory breaks besides LF: each is a line break
+_NEWLINES = {ord(c): "\n" for c in "\r\x0b\x0c\x85\u2028\u2029"}
+_ASCII_TABLE = {**{n: None for n in (*range(0x09), *range(0x0E, 0x20), 0x7F)}, **_NEWLINES}
+# Unicode's Default_Ignorable_Code_Point ranges beyond the Cc and Cf categories
+_DEFAULT_IGNORABLE = (
+    (0x034F, 0x034F), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x180B, 0x180F), (0x3164, 0x3164),
+    (0xFE00, 0xFE0F), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF),
+)  # fmt: skip
+# elements a browser puts on lines of their own, and attributes whose value it shows
+BLOCK_ELEMENTS = frozenset({
+    "p", "div", "br", "hr", "pre", "blockquote", "section", "article", "aside", "header",
+    "footer", "main", "nav", "address", "details", "summary", "dialog", "figure", "figcaption",
+    "form", "fieldset", "ul", "ol", "li", "dl", "dt", "dd", "table", "caption", "thead",
+    "tbody", "tfoot", "tr", "th", "td", "h1", "h2", "h3", "h4", "h5", "h6",
+})  # fmt: skip
+SHOWN_ATTRIBUTES = frozenset({"alt", "title", "value", "placeholder", "label"})
+
+
+@lru_cache(maxsize=4096)
+def _invisible(ch: str) -> bool:
+    if ch in REVERSING or ch in "\t\n":
+        return False
+    code = ord(ch)
+    ignorable = any(low <= code <= high for low, high in _DEFAULT_IGNORABLE)
+    return ignorable or unicodedata.category(ch) in ("Cc", "Cf")
+
+
+def shown_characters(text: str) -> str:
+    """G2.0: CR LF, CR, VT, FF, NEL, LS, PS to a line break; every other control, format and
+    default-ignorable character dropped (it never splits or joins what is seen)."""
+    text = text.replace("\r\n", "\n")
+    if text.isascii():
+        return text.translate(_ASCII_TABLE)
+    return "".join([ch for ch in text.translate(_NEWLINES) if not _invisible(ch)])
+
+
+class _Visible(HTMLParser):
+    """The text of raw HTML as displayed (block elements and shown attributes on lines of their
+    own, comments and declarations dropped, entities decoded), an ordered list's items with
+    the numbers a browser gives them; kept across the HTML pieces of one text."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.text = ""
+        self.counters: list[tuple[int, int] | None] = []  # (next number, step); None: bullets
+
+    def piece(self, markup: str) -> str:
+        self.text = ""
+        self.feed(markup)
+        self.close()
+        self.reset()
+        return self.text
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        named = {k: v for k, v in attrs}
+        before = "\n" if tag in BLOCK_ELEMENTS else ""
+        if tag == "ol":
+            start = _integer(named.get("start"))
+            down = "reversed" in named and start is not None
+            self.counters.append((start if start is not None else 1, -1 if down else 1))
+        elif tag in ("ul", "menu"):
+            self.counters.append(None)
+        elif tag == "li" and self.counters and self.counters[-1] is not None:
+            number, step = self.counters[-1]
+            given = _integer(named.get("value"))
+            number = given if given is not None else number
+            before += f"{number}. "
+            self.counters[-1] = (number + step, step)
+        shown = "".join(f"\n{v}\n" for k, v in attrs if k in SHOWN_ATTRIBUTES and v)
+        self.text += before + shown
+
+    def handle_endtag(self, tag: str) -> None:
+        self.text += "\n" if tag in BLOCK_ELEMENTS else ""
+        if tag in ("ol", "ul", "menu") and self.counters:
+            del self.counters[-1]
+
+    def handle_data(self, data: str) -> None:
+        self.text += data
+
+
+def _integer(attribute: str | None) -> int | None:
+    """How a browser reads an integer attribute: leading HTML spaces, a sign, digits."""
+    text = (attribute or "").lstrip(" \t\n\f\r")
+    sign = text[:1] if text[:1] in "+-" else ""
+    digits = ""
+    for ch in text[len(sign) :]:
+        if not ("0" <= ch <= "9"):
+            break
+        digits += ch
+    return int(sign + digits) if digits else None
+
+
+def html_shown(markup: str) -> str:
+    """One HTML piece's displayed text, on its own."""
+    return _Visible().piece(markup)
+
+
+@lru_cache(maxsize=1)
+def _tex() -> Any:
+    from pylatexenc.latex2text import LatexNodes2Text
+
+    logging.getLogger("pylatexenc").setLevel(logging.ERROR)  # odd TeX is read, not reported
+
+    return LatexNodes2Text()
+
+
+@lru_cache(maxsize=4096)  # a summary often repeats a formula
+def tex_shown(tex: str) -> str:
+    """TeX math as pylatexenc writes it (`\\times` ×, `\\text{CAD}` CAD); kept as written when
+    it cannot be read."""
+    try:  # a sub- or superscript is set against its base (G2.1's `²`): `10^{2}` shows 102
+        return str(_tex().latex_to_text(tex)).replace("^", "").replace("_", "")
+    except Exception:  # odd TeX must never stop the grader
+        return tex
+
+
+def _bracket_math(state: StateInline, silent: bool) -> bool:
+    """Display math `\\[ … \\]` in the middle of a paragraph."""
+    src, pos = state.src, state.pos
+    if src[pos : pos + 2] != "\\[":
+        return False
+    close = src.find("\\]", pos + 2)
+    if close == -1 or close == pos + 2:
+        return False
+    if not silent:
+        state.push("math_display_inline", "math", 0).content = src[pos + 2 : close]
+    state.pos = close + 2
+    return True
+
+
+_PARSER = MarkdownIt("commonmark").enable(["table", "strikethrough"])
+_PARSER.use(texmath_plugin, delimiters="brackets")
+_PARSER.inline.ruler.before("escape", "math_display_inline", _bracket_math)
+_PARSER.use(dollarmath_plugin, allow_labels=False, allow_space=False, allow_digits=False,
+            double_inline=True)  # fmt: skip
+_LINE_END = frozenset({"paragraph", "heading", "tr", "list_item"})
+
+
+def _shown(node: SyntaxTreeNode, html: _Visible) -> str:
+    """What one node of the syntax tree displays; `html` reads its raw HTML in order."""
+    kind = node.type
+    if kind in ("text", "code_inline", "fence", "code_block"):
+        return node.content
+    if kind in ("softbreak", "hardbreak", "hr"):
+        return "\n"
+    if kind in ("html_inline", "html_block"):
+        return html.piece(node.content)
+    if kind == "math_inline":
+        return tex_shown(node.content)
+    if kind in ("math_inline_double", "math_display_inline", "math_block"):
+        return "\n" + tex_shown(node.content) + "\n"
+    if kind == "math_block_eqno":  # the equation's number shows beside it
+        return f"\n{tex_shown(node.content)} ({node.info})\n"
+    if kind in ("ordered_list", "bullet_list"):
+        first = int(node.attrs.get("start", 1))
+        numbered = kind == "ordered_list"
+        return "".join(
+            (f"{first + k}" if numbered else "") + f"{item.markup} " + _shown(item, html)
+            for k, item in enumerate(node.children)
+        )
+    inner = "".join(_shown(child, html) for child in node.children)
+    if kind in ("link", "image") and node.attrs.get("title"):
+        inner = f"\n{node.attrs['title']}\n{inner}"  # a tooltip: read, fail closed
+    if kind == "tr":
+        return f"| {inner}\n"
+    if kind in ("th", "td"):
+        return f"{inner} | "
+    return inner + "\n" if kind in _LINE_END else inner
+
+
+@lru_cache(maxsize=4096)
+def rendered(text: str) -> str:
+    """G2.0: the plain text a person sees of a summary or a complaint."""
+    tree = SyntaxTreeNode(_PARSER.parse(shown_characters(text)))
+    return shown_characters(_shown(tree, _Visible()))

@@ -1,0 +1,251 @@
+"""What a person sees: the reward's rendering of a summary before it is read (G2.0).
+
+rewards/README.md G2.0 ("Reading: the token grammar"). A summary (and the customer's complaint)
+is text a person reads as displayed, not as typed: `refunded *9*226.04` shows one number,
+9226.04, that no tool printed. `render` turns a text into the plain text a person sees, with
+maintained libraries: CommonMark, GFM tables and strikethrough through markdown-it-py; TeX math
+(`\\( \\)`, `\\[ \\]`, `$ $`, `$$ $$`, mdit-py-plugins) kept as pylatexenc writes it
+(`\\times` is `×`, `\\text{CAD}` is `CAD`); raw HTML through the standard library's parser,
+tags removed and their text kept. `visible` is the Unicode step every text takes (tool outputs
+too, through G2.1): mandatory line breaks (UAX #14) are line breaks, invisible characters are
+not there. The grader renders with its own code (`eval/grounding/display.py`), on the same
+libraries; `python -m checks.reading_parity` holds the two to the same text.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import unicodedata
+from collections.abc import Sequence
+from functools import cache, lru_cache
+from html.parser import HTMLParser
+from typing import Any
+
+from markdown_it import MarkdownIt
+from markdown_it.rules_inline import StateInline
+from markdown_it.token import Token
+from mdit_py_plugins.dollarmath import dollarmath_plugin
+from mdit_py_plugins.texmath import texmath_plugin
+
+OVERRIDES = "\u202d\u202e"  # LRO, RLO: kept for G2.2, which reads what follows as unreadable
+_BREAKS = str.maketrans(dict.fromkeys("\r\x0b\x0c\x85\u2028\u2029", "\n"))
+_ASCII_HIDDEN = re.compile("[\x00-\x08\x0e-\x1f\x7f]")
+# Default_Ignorable_Code_Point (Unicode DerivedCoreProperties) outside Cc and Cf
+_IGNORABLE = (
+    (0x034F, 0x034F), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x180B, 0x180F), (0x3164, 0x3164),
+    (0xFE00, 0xFE0F), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF),
+)  # fmt: skip
+# HTML elements a browser sets on lines of their own; attributes it shows as text
+_BLOCK_TAGS = frozenset((
+    "address", "article", "aside", "blockquote", "br", "caption", "dd", "details", "dialog",
+    "div", "dl", "dt", "fieldset", "figcaption", "figure", "footer", "form", "h1", "h2", "h3",
+    "h4", "h5", "h6", "header", "hr", "li", "main", "nav", "ol", "p", "pre", "section",
+    "summary", "table", "tbody", "td", "tfoot", "th", "thead", "tr", "ul",
+))  # fmt: skip
+_SHOWN_ATTRIBUTES = ("alt", "title", "value", "placeholder", "label")
+_SCRIPTS = str.maketrans("", "", "^_")
+_HTML_INTEGER = re.compile(r"[\t\n\f\r ]*([+-]?[0-9]+)")
+
+
+@lru_cache(maxsize=4096)
+def _hidden(ch: str) -> bool:
+    """A control or format character, or a default-ignorable one: invisible (G2.0)."""
+    if ch in "\t\n" or ch in OVERRIDES:
+        return False
+    if unicodedata.category(ch) in ("Cc", "Cf"):
+        return True
+    code = ord(ch)
+    return any(low <= code <= high for low, high in _IGNORABLE)
+
+
+def visible(text: str) -> str:
+    """G2.0 Unicode: CR LF, CR, VT, FF, NEL, LS and PS are line breaks (UAX #14's mandatory
+    breaks); every other control, format or default-ignorable character is deleted: it neither
+    splits nor joins what a person sees (`9\\u200b226.04` is 9226.04)."""
+    if "\r" in text:
+        text = text.replace("\r\n", "\n")
+    if text.isascii():
+        if "\r" in text or "\x0b" in text or "\x0c" in text:
+            text = text.translate(_BREAKS)
+        return _ASCII_HIDDEN.sub("", text) if _ASCII_HIDDEN.search(text) else text
+    text = text.translate(_BREAKS)
+    return "".join(ch for ch in text if not _hidden(ch))
+
+
+class _HtmlText(HTMLParser):
+    """Raw HTML as a person sees it: tags gone, their text kept, entities decoded, comments
+    dropped; a block element on lines of its own; an item of an ordered list with the number a
+    browser shows (from the list's `start`, down for a `reversed` one, a `value` resetting it);
+    what an attribute shows (an image's alt text, a field's value) on a line of its own. One
+    parser reads every HTML piece of a text, in order, so lists span pieces."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self.lists: list[list[int] | None] = []  # per open list: [next number, step] or None
+
+    def text_of(self, html: str) -> str:
+        """The displayed text of the next HTML piece."""
+        self.parts = []
+        self.feed(html)
+        self.close()
+        self.reset()
+        return "".join(self.parts)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in _BLOCK_TAGS:
+            self.parts.append("\n")
+        shown = dict(attrs)
+        if tag == "ol":
+            start = _html_integer(shown.get("start"))
+            step = -1 if "reversed" in shown and start is not None else 1
+            self.lists.append([1 if start is None else start, step])
+        elif tag in ("ul", "menu"):
+            self.lists.append(None)
+        elif tag == "li" and self.lists and self.lists[-1] is not None:
+            numbering = self.lists[-1]
+            value = _html_integer(shown.get("value"))
+            number = numbering[0] if value is None else value
+            self.parts.append(f"{number}. ")
+            numbering[0] = number + numbering[1]
+        for name, value_ in attrs:
+            if name in _SHOWN_ATTRIBUTES and value_:
+                self.parts.append(f"\n{value_}\n")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in _BLOCK_TAGS:
+            self.parts.append("\n")
+        if tag in ("ol", "ul", "menu") and self.lists:
+            self.lists.pop()
+
+    def handle_data(self, data: str) -> None:
+        self.parts.append(data)
+
+
+def _html_integer(value: str | None) -> int | None:
+    """An HTML integer attribute as a browser reads it (`" 5th"` is 5); None when it is none."""
+    found = _HTML_INTEGER.match(value or "")
+    return int(found[1]) if found else None
+
+
+def html_text(html: str) -> str:
+    """The displayed text of one HTML piece on its own."""
+    return _HtmlText().text_of(html)
+
+
+@cache
+def _latex() -> Any:
+    from pylatexenc.latex2text import LatexNodes2Text
+
+    logging.getLogger("pylatexenc").setLevel(logging.ERROR)  # odd TeX is read, not reported
+
+    return LatexNodes2Text()
+
+
+@lru_cache(maxsize=4096)  # a summary often repeats a formula
+def math_text(tex: str) -> str:
+    """TeX math as pylatexenc writes it; what it cannot parse stays as written."""
+    try:
+        # a sub- or superscript sits against its base, as `²` does (G2.1): `10^{2}` shows 102
+        return str(_latex().latex_to_text(tex)).translate(_SCRIPTS)
+    except Exception:  # a parser's failure on odd input keeps the text as written
+        return tex
+
+
+def _display_math(state: StateInline, silent: bool) -> bool:
+    """`\\[ … \\]` inside a paragraph (texmath reads it only at a block's start)."""
+    start = state.pos
+    if not state.src.startswith("\\[", start):
+        return False
+    end = state.src.find("\\]", start + 2)
+    if end <= start + 2:
+        return False
+    if not silent:
+        token = state.push("math_display_inline", "math", 0)
+        token.content = state.src[start + 2 : end]
+    state.pos = end + 2
+    return True
+
+
+def _parser() -> MarkdownIt:
+    md = MarkdownIt("commonmark").enable(["table", "strikethrough"])
+    md.use(texmath_plugin, delimiters="brackets")
+    md.inline.ruler.before("escape", "math_display_inline", _display_math)
+    # pandoc's `$` rules: no space inside the delimiters, no digit right after the closing one,
+    # so `$5 and $6` is money, not math
+    md.use(dollarmath_plugin, allow_labels=False, allow_space=False, allow_digits=False,
+           double_inline=True)  # fmt: skip
+    return md
+
+
+_MD = _parser()
+_INLINE_MATH = ("math_inline",)
+_DISPLAY_MATH = ("math_inline_double", "math_display_inline")
+
+
+def _inline(children: Sequence[Token], html: _HtmlText) -> str:
+    out = []
+    for child in children:
+        kind = child.type
+        if kind in ("link_open", "image") and child.attrs.get("title"):
+            out.append(f"\n{child.attrs['title']}\n")  # a tooltip, read (fail closed)
+        if kind in ("text", "code_inline"):
+            out.append(child.content)
+        elif kind in ("softbreak", "hardbreak"):
+            out.append("\n")
+        elif kind == "html_inline":
+            out.append(html.text_of(child.content))
+        elif kind in _INLINE_MATH:
+            out.append(math_text(child.content))
+        elif kind in _DISPLAY_MATH:
+            out.append(f"\n{math_text(child.content)}\n")
+        elif kind == "image":
+            out.append(_inline(child.children or (), html))
+    return "".join(out)
+
+
+def _blocks(tokens: Sequence[Token]) -> str:
+    """The block token stream as lines: a list item keeps the marker it displays (an ordered
+    list numbered from its start), a table row its cells between `|`."""
+    out: list[str] = []
+    numbers: list[int | None] = []  # per open list: the next item's number, None for bullets
+    html = _HtmlText()
+    for token in tokens:
+        kind = token.type
+        if kind == "inline":
+            out.append(_inline(token.children or (), html))
+        elif kind in ("fence", "code_block"):
+            out.append(token.content)
+        elif kind == "html_block":
+            out.append(html.text_of(token.content))
+        elif kind.startswith("math_block"):  # an equation number shows beside it
+            number = f" ({token.info})" if kind == "math_block_eqno" else ""
+            out.append(f"\n{math_text(token.content)}{number}\n")
+        elif kind == "ordered_list_open":
+            numbers.append(int(token.attrs.get("start", 1)))
+        elif kind == "bullet_list_open":
+            numbers.append(None)
+        elif kind in ("ordered_list_close", "bullet_list_close"):
+            numbers.pop()
+        elif kind == "list_item_open":
+            number = numbers[-1]
+            if number is None:
+                out.append(f"{token.markup} ")
+            else:
+                out.append(f"{number}{token.markup} ")
+                numbers[-1] = number + 1
+        elif kind == "tr_open":
+            out.append("| ")
+        elif kind in ("th_close", "td_close"):
+            out.append(" | ")
+        elif kind in ("paragraph_close", "heading_close", "tr_close", "hr", "list_item_close"):
+            out.append("\n")
+    return "".join(out)
+
+
+@lru_cache(maxsize=4096)  # every episode of a scenario may submit the same summary
+def render(text: str) -> str:
+    """G2.0: the plain text a person sees of `text` (a summary or a complaint)."""
+    return visible(_blocks(_MD.parse(visible(text))))
