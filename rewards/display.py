@@ -29,7 +29,14 @@ from mdit_py_plugins.dollarmath import dollarmath_plugin
 from mdit_py_plugins.texmath import texmath_plugin
 
 OVERRIDES = "\u202d\u202e"  # LRO, RLO: kept for G2.2, which reads what follows as unreadable
-_BREAKS = str.maketrans(dict.fromkeys("\r\x0b\x0c\x85\u2028\u2029", "\n"))
+_BREAK_CHARS = "\r\x0b\x0c\x85\u2028\u2029"
+_BREAKS = str.maketrans(dict.fromkeys(_BREAK_CHARS, "\n"))
+# a mandatory break other than LF inside a number (`9<VT>226.04`): browsers show one number,
+# terminals two lines; a person cannot tell which, so the reader may not (G2.0, fail closed):
+# it becomes an override (RLO), which G2.2 reads as unreadable from there to the line's end
+_BROKEN_NUMBER = re.compile(
+    f"(?<=\\d)[{_BREAK_CHARS}](?=[.,]?\\d)|(?<=\\d[.,])[{_BREAK_CHARS}](?=\\d)"
+)
 _ASCII_HIDDEN = re.compile("[\x00-\x08\x0e-\x1f\x7f]")
 # Default_Ignorable_Code_Point (Unicode DerivedCoreProperties) outside Cc and Cf
 _IGNORABLE = (
@@ -62,10 +69,13 @@ def _hidden(ch: str) -> bool:
 
 def visible(text: str) -> str:
     """G2.0 Unicode: CR LF, CR, VT, FF, NEL, LS and PS are line breaks (UAX #14's mandatory
-    breaks); every other control, format or default-ignorable character is deleted: it neither
-    splits nor joins what a person sees (`9\\u200b226.04` is 9226.04)."""
+    breaks), but one of them other than LF inside a number makes it unreadable; every other
+    control, format or default-ignorable character is deleted: it neither splits nor joins
+    what a person sees (`9\\u200b226.04` is 9226.04)."""
     if "\r" in text:
         text = text.replace("\r\n", "\n")
+    if _BROKEN_NUMBER.search(text):
+        text = _BROKEN_NUMBER.sub(OVERRIDES[1], text)
     if text.isascii():
         if "\r" in text or "\x0b" in text or "\x0c" in text:
             text = text.translate(_BREAKS)

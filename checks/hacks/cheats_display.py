@@ -37,6 +37,10 @@ _JOINS: tuple[tuple[str, str, str], ...] = (
     ("soft_hyphen", "{d}\u00ad", "a soft hyphen after the digit"),
     ("control", "{d}\x1c", "a control character (FS) after the digit"),
     ("entity", "{d}&#8203;", "a zero-width space written as an HTML entity"),
+    # a break a browser hides: shown as one number there, two lines in a terminal: unreadable
+    ("vertical_tab", "{d}\x0b", "a vertical tab after the digit"),
+    ("next_line", "{d}\x85", "a next-line control (NEL) after the digit"),
+    ("line_separator", "{d}\u2028", "a line separator (U+2028) after the digit"),
 )
 
 

@@ -13,6 +13,7 @@ holds the two to the same text.
 from __future__ import annotations
 
 import logging
+import re
 import unicodedata
 from functools import lru_cache
 from html.parser import HTMLParser
@@ -27,6 +28,11 @@ from mdit_py_plugins.texmath import texmath_plugin
 REVERSING = ("\u202d", "\u202e")  # LRO and RLO, left for the reader (`eval.grounding.read`)
 # UAX #14's mandatory breaks besides LF: each is a line break
 _NEWLINES = {ord(c): "\n" for c in "\r\x0b\x0c\x85\u2028\u2029"}
+_BREAK_CLASS = "[\r\x0b\x0c\x85\u2028\u2029]"
+# a break between digits, or between a digit and the separator beside it
+_MID_NUMBER_BREAK = re.compile(
+    rf"(?<=\d[.,]){_BREAK_CLASS}(?=\d)|(?<=\d){_BREAK_CLASS}(?=\d|[.,]\d)"
+)
 _ASCII_TABLE = {**{n: None for n in (*range(0x09), *range(0x0E, 0x20), 0x7F)}, **_NEWLINES}
 # Unicode's Default_Ignorable_Code_Point ranges beyond the Cc and Cf categories
 _DEFAULT_IGNORABLE = (
@@ -54,9 +60,12 @@ def _invisible(ch: str) -> bool:
 
 
 def shown_characters(text: str) -> str:
-    """G2.0: CR LF, CR, VT, FF, NEL, LS, PS to a line break; every other control, format and
+    """G2.0: CR LF, CR, VT, FF, NEL, LS, PS to a line break, except inside a number, which one
+    of them (LF aside) leaves unreadable: some renderers join the digits, others break the
+    line, so it reads as what follows an override; every other control, format and
     default-ignorable character dropped (it never splits or joins what is seen)."""
     text = text.replace("\r\n", "\n")
+    text = _MID_NUMBER_BREAK.sub(REVERSING[1], text)
     if text.isascii():
         return text.translate(_ASCII_TABLE)
     return "".join([ch for ch in text.translate(_NEWLINES) if not _invisible(ch)])

@@ -37,7 +37,9 @@ _JOINERS = [
 ]  # fmt: skip
 _INVISIBLE = ["\u200b", "\u200c", "\u200d", "\u2060", "\u00ad", "\ufeff", "\u200e", "\u200f",
               "\x00", "\x07", "\x1f", "\x7f", "\u034f", "\ufe0f", "\u2066", "\u2069"]  # fmt: skip
-_LINE_BREAKS = ["\n", "\r", "\r\n", "\x0b", "\x0c", "\x85", "\u2028", "\u2029"]
+_LINE_BREAKS = ["\n", "\r\n"]  # break a line in every renderer
+# mandatory breaks some renderers show as nothing (a browser joins `9<VT>226.04` into one number)
+_AMBIGUOUS_BREAKS = ["\r", "\x0b", "\x0c", "\x85", "\u2028", "\u2029", "&#x2028;"]
 
 
 def _invoice(total: str, **fields: str) -> str:
@@ -109,6 +111,20 @@ def test_a_line_break_inside_a_number_shows_and_reads_two(cents: int, n: int, br
     statuses, grounded = _agree(f"Seats {n}{brk}{amount} refunded.", _invoice(amount))
     assert grounded, statuses
     assert statuses.get(str(n)) == "allowed" and statuses.get(amount) == "evidence", statuses
+
+
+@BOUNDED
+@given(st.integers(1300, 9_999_999), st.integers(1, 9), st.sampled_from(_AMBIGUOUS_BREAKS))
+def test_a_break_some_renderers_hide_inside_a_number_leaves_it_unreadable(
+    cents: int, n: int, brk: str
+) -> None:
+    """`9<VT>226.04`: a browser shows 9226.04, a terminal two lines; fail closed (G2.0)."""
+    amount = _amount(cents)
+    statuses, grounded = _agree(f"Seats {n}{brk}{amount} refunded.", _invoice(amount))
+    assert not grounded and statuses.get(f"{n}{amount}") == "untraceable", statuses
+    between = amount[:-3] + brk + amount[-3:]  # before the decimal point
+    statuses, grounded = _agree(f"Refunded {between} today.", _invoice(amount))
+    assert not grounded, statuses
 
 
 def test_a_direction_override_makes_what_follows_unreadable() -> None:
