@@ -1,19 +1,22 @@
 """BillSleuth as a SkyRL-Gym text environment: one `LedgerEnv` episode per `skyrl_gym.make`.
 
     from doors.skyrl_env import register; register()    # env_class "billsleuth"
-    python -m doors.skyrl_env --split train --limit 5000 --out data/billsleuth   # parquet rows
+    python -m doors.skyrl_env --split train --limit 5000 --out data/billsleuth   # train.parquet
 
 SkyRL's generator (skyrl_gym_generator.py) makes the environment from a dataset row
-(`env_class`, and the row's other fields as `extras`: here `split` and `seed`; SkyRL adds
-`max_turns`), calls `init(prompt)` for the first prompt, then `step(reply_text)` per model turn.
+(`env_class`, and the row's other fields as `extras`: here `split`, `seed`, `tool_budget` and
+`reward_variant`; SkyRL adds `max_turns`), calls `init(prompt)` for the first prompt, then
+`step(reply_text)` per model turn.
 The prompt is rendered without `tools=`, so `init` returns the system prompt with the nine tool
 schemas in it (`doors.text_calls`); `step` reads the calls out of the reply, plays each through
 `LedgerEnv.call` and returns each result as a `tool` message. The episode ends as the rollout's
 does: findings submitted, the tool budget spent, a reply with no readable call, or `max_turns`
 replies. Its last step carries LedgerGym's reward (`doors.verdict`, the rollout's reward and
 grader as they are); `get_metrics` gives every reward term and the grader's verdict beside it.
-The `environment.skyrl_gym.billsleuth` config section may set `reward` (shaped | binary) and
-`tool_budget`. The truth is never held in a public attribute.
+A row's `tool_budget` and `reward_variant` (shaped | binary) win over an
+`environment.skyrl_gym.billsleuth` config section's `tool_budget` and `reward` (SkyRL's config
+is a closed dataclass, so the rows are where they are set). The truth is never held in a
+public attribute.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from typing import Any
 from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput, ConversationType
 
 from doors.text_calls import read_calls, tools_prompt
-from doors.verdict import EpisodeVerdict, judge_episode, verdict_metrics
+from doors.verdict import VARIANTS, EpisodeVerdict, judge_episode, verdict_metrics
 from env.cli import Parser, positive_int, run_command
 from env.episode import record_episode
 from env.generation.generator import generate
@@ -61,8 +64,12 @@ class BillSleuthTextEnv(BaseTextEnv):
         config, extras = dict(env_config or {}), dict(extras or {})
         if "split" not in extras or "seed" not in extras:
             raise ValueError("a billsleuth row needs split and seed (python -m doors.skyrl_env)")
-        self._variant: Variant = config.get("reward", "shaped")
-        self._tool_budget = int(config.get("tool_budget", DEFAULT_TOOL_BUDGET))
+        variant = extras.get("reward_variant", config.get("reward", "shaped"))
+        if variant not in VARIANTS:
+            raise ValueError(f"reward variant {variant!r}: choose one of {', '.join(VARIANTS)}")
+        self._variant: Variant = variant
+        budget = extras.get("tool_budget", config.get("tool_budget", DEFAULT_TOOL_BUDGET))
+        self._tool_budget = int(budget)
         self.max_turns = int(extras.get("max_turns", MAX_TURNS))
         self._scenario = generate(str(extras["split"]), int(extras["seed"]))
         self._env = LedgerEnv(self._scenario, tool_budget=self._tool_budget)
@@ -119,14 +126,19 @@ class BillSleuthTextEnv(BaseTextEnv):
         self._env.close()
 
 
-def rows(split: str, limit: int | None, tool_budget: int) -> list[dict[str, Any]]:
-    """SkyRL dataset rows: the prompt, the env class, and the scenario's split and seed."""
+def rows(
+    split: str, limit: int | None, tool_budget: int, variant: Variant = "shaped"
+) -> list[dict[str, Any]]:
+    """SkyRL dataset rows: the prompt, the env class, the scenario's split and seed, and the
+    episode's settings."""
     return [
         {
             "prompt": prompt(scenario, tool_budget),
             "env_class": ENV_CLASS,
             "split": split,
             "seed": seed,
+            "tool_budget": tool_budget,
+            "reward_variant": variant,
             "data_source": "billsleuth",
         }
         for seed in split_seeds(split, limit)
@@ -139,6 +151,7 @@ def _main(argv: Sequence[str] | None) -> int:
     parser.add_argument("--split", default="train", choices=SPLITS)
     parser.add_argument("--limit", type=positive_int, default=None, help="default: all")
     parser.add_argument("--tool-budget", type=positive_int, default=DEFAULT_TOOL_BUDGET)
+    parser.add_argument("--reward", choices=VARIANTS, default="shaped", help="the reward variant")
     parser.add_argument("--out", required=True, help="folder for <split>.parquet")
     args = parser.parse_args(argv)
     if args.limit is None and spec(args.split).size is None:
@@ -150,7 +163,8 @@ def _main(argv: Sequence[str] | None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"{args.split}.parquet"
-    Dataset.from_list(rows(args.split, args.limit, args.tool_budget)).to_parquet(str(path))
+    table = rows(args.split, args.limit, args.tool_budget, args.reward)
+    Dataset.from_list(table).to_parquet(str(path))
     print(f"wrote {path}")
     return 0
 

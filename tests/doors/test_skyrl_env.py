@@ -25,7 +25,7 @@ from doors import skyrl_env
 from doors.skyrl_env import ENV_CLASS, BillSleuthTextEnv, prompt, register, rows
 from doors.text_calls import call_text, read_calls
 from env.generation.generator import generate
-from env.ledger_env import LedgerEnv
+from env.ledger_env import LedgerEnv, system_prompt
 from env.scenario import Scenario, ToolCall, reveal_truth
 from rewards.reward import RewardConfig, Variant
 from tests.doors.players import eval_scenarios, rollout_reward, uncredited_policy
@@ -173,12 +173,20 @@ def test_read_calls_takes_both_forms_and_nothing_else():
     assert read_calls(both, tools) == []  # an unclosed second call: the reply is text
 
 
-def test_the_dataset_rows_carry_the_prompt_init_shows(tmp_path: Path):
-    [row] = rows("eval", 1, 30)
+def test_the_dataset_rows_carry_the_prompt_init_shows_and_the_episodes_settings(tmp_path: Path):
+    [row] = rows("eval", 1, 12, "binary")
     scenario = generate(row["split"], row["seed"])
-    env = BillSleuthTextEnv({"tool_budget": 30}, {"split": row["split"], "seed": row["seed"]})
+    extras = {k: v for k, v in row.items() if k not in ("prompt", "env_class")}  # as SkyRL does
+    env = BillSleuthTextEnv({"reward": "shaped", "tool_budget": 30}, extras)
     assert env.init(row["prompt"])[0] == row["prompt"] and row["env_class"] == ENV_CLASS
     assert row["prompt"][1]["content"] == scenario.complaint
+    assert system_prompt(12) in row["prompt"][0]["content"]  # the row's budget, not the config's
+    last = play(env, reference_policy(), scenario)
+    config = RolloutConfig(tool_budget=12, reward=RewardConfig(variant="binary"))
+    expected = asyncio.run(run_episode(reference_policy(), scenario, config)).reward
+    assert last["reward"] == expected.total
+    with pytest.raises(ValueError, match="reward variant"):
+        BillSleuthTextEnv({}, {**extras, "reward_variant": "shapped"})
     assert skyrl_env.main(["--split", "eval", "--limit", "2", "--out", str(tmp_path)]) == 0
     from datasets import Dataset
 

@@ -46,7 +46,7 @@ def test_a_fresh_folder_is_claimed_and_records_the_config(tmp_path: Path) -> Non
     assert ledger["run"]["grpo"]["learning_rate"] == 0.002
 
 
-def test_the_same_config_reruns_in_place(tmp_path: Path) -> None:
+def test_the_same_config_continues_in_place(tmp_path: Path) -> None:
     out = tmp_path / "cpu-smoke"
     claim_outputs(smoke(), out)
     written(out)

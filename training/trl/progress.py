@@ -32,6 +32,14 @@ def quiet_libraries() -> None:
     datasets.disable_progress_bars()
 
 
+def close_bars() -> None:
+    """Closes every progress bar still open (a Ctrl-C skips their trainers' `on_train_end`);
+    an open bar would otherwise redraw itself at exit, after the line that says what was kept.
+    tqdm keeps its live bars in `tqdm._instances`."""
+    for bar in list(getattr(tqdm, "_instances", ())):
+        bar.close()
+
+
 def say(line: str) -> None:
     """A console line that does not break a progress bar being drawn."""
     tqdm.write(line, file=sys.stderr)
@@ -64,22 +72,44 @@ def grpo_line(rows: list[dict[str, Any]]) -> Line:
 class PhaseProgress(TrainerCallback):
     """A trainer's progress bar, its short console lines and its log file, for one phase."""
 
-    def __init__(self, phase: str, label: str, log_path: Path, line: Line | None = None) -> None:
+    def __init__(
+        self,
+        phase: str,
+        label: str,
+        log_path: Path,
+        line: Line | None = None,
+        *,
+        main: bool = True,
+    ) -> None:
         self.phase = phase
         self.label = label
         self.log_path = log_path
         self.line = line
+        self.main = main  # under several processes only rank 0 shows and writes anything
         self.bar: tqdm | None = None
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        self.bar = tqdm(total=state.max_steps, desc=self.label, unit="step", file=sys.stderr)
+        if not self.main:
+            return
+        if state.global_step:  # continued from a checkpoint: said, and marked in the log
+            say(f"{self.label}: continuing from step {state.global_step}/{state.max_steps}")
+            record = {"phase": self.phase, "step": state.global_step, "continued": True}
+            with self.log_path.open("a", encoding="utf-8") as out:
+                out.write(json.dumps(record) + "\n")
+        self.bar = tqdm(
+            total=state.max_steps,
+            initial=state.global_step,
+            desc=self.label,
+            unit="step",
+            file=sys.stderr,
+        )
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self.bar is not None:
             self.bar.update(state.global_step - self.bar.n)
 
     def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kwargs: Any) -> None:
-        if not logs:
+        if not logs or not self.main:
             return
         record = {"phase": self.phase, "step": state.global_step, **logs}
         with self.log_path.open("a", encoding="utf-8") as out:
