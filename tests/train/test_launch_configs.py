@@ -53,3 +53,12 @@ def test_a_gpu_run_file_takes_device_precision_and_the_vllm_server(tmp_path: Pat
     (tmp_path / "cpu.toml").write_text(text.replace("[trl]\n", "[trl]\nuse_vllm = true\n"))
     with pytest.raises(RunConfigError, match="use_vllm needs device"):
         load_run_config(str(tmp_path / "cpu.toml"))
+
+
+def test_a_batch_that_does_not_split_over_the_processes_is_refused_in_one_line() -> None:
+    pytest.importorskip("trl")
+    from training.trl.sft import per_device
+
+    assert per_device(8, 2, "sft_batch_size") == 4 and per_device(4, 1, "sft_batch_size") == 4
+    with pytest.raises(RunConfigError, match=r"sft_batch_size = 4 does not split over 3 processes"):
+        per_device(4, 3, "sft_batch_size")

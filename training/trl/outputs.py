@@ -61,8 +61,9 @@ def claim_outputs(run: RunConfig, out_dir: Path, *, force: bool = False) -> str 
         changes = [f"unknown: no {LEDGER_FILE}"]
         reason = f"their config unknown: no {LEDGER_FILE}"
         what = f"outputs of an unknown config (no {LEDGER_FILE}: written before there was one)"
-    if not changes:
-        return f"{out_dir} holds a run of this same config: continuing it there"
+    if not changes:  # a finished one (summary.json) is said by the runner
+        finished = (out_dir / "summary.json").is_file()
+        return None if finished else f"{out_dir} holds a run of this same config: continuing it"
     if not force:
         raise RunChanged(
             f"{out_dir} holds {what}; pass --force to keep them beside the new run "

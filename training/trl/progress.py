@@ -4,7 +4,8 @@ The console gets a tqdm bar per phase (SFT steps, GRPO steps; each evaluation ha
 `eval.run.evaluate`) with i/N, elapsed and remaining time, labelled with what it does, and one
 short line per logged step; every metric dict the trainers log goes, whole, to the run's log file
 (`train.log`, one JSON object per line, with its phase). Transformers' own per-log printing and
-its loading bars are switched off. Used by `training.trl.runner` and `training.trl.sft`.
+its loading bars are switched off. Under several processes only rank 0 shows and writes.
+Used by `training.trl.phases`, `training.trl.sft` and `training.trl.grpo`.
 """
 
 from __future__ import annotations

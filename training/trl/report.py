@@ -1,12 +1,13 @@
-"""What a TRL run records: per-step metrics (metrics.jsonl), the reward curve, eval and summary.
+"""What a TRL run records: per-step metrics (metrics.jsonl), the reward curve and the evaluations.
 
 `StepRecorder` is both the `LedgerTrlEnv` sink (every scored episode, with its reward terms)
 and a `TrainerCallback` (TRL's logged loss and reward stats): at each log it writes one line
 that joins the two. Groups are the episodes of one step that share a scenario; each row also
 holds their tool-call sequences (`training.tool_sequences`). Whether the
-reward rose is reported as numbers, never asserted. Used by `training.trl.runner`. The eval
-before and after GRPO is `eval.run.evaluate` into eval run directories (`eval-before/`,
-`eval-after/`), so `write_run_report` can build the run's report with `python -m eval.report`.
+reward rose is reported as numbers, never asserted. Used by `training.trl.phases` and
+`training.trl.grpo`. The eval before and after GRPO is `eval.run.evaluate` into eval run
+directories (`eval-before/`, `eval-after/`), so `write_run_report` can build the run's report
+with `python -m eval.report`; the summary is `training.trl.summary`.
 """
 
 from __future__ import annotations
