@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,11 @@ def quiet_libraries() -> None:
 
     logging.disable_progress_bar()
     datasets.disable_progress_bars()
+    # peft 0.21 and TRL 1.16 still read transformers 5's deprecated `is_gradient_checkpointing`
+    # (peft_model.py, trl/models/utils.py): a warning per LoRA model, none of it ours to fix
+    warnings.filterwarnings(
+        "ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning
+    )
 
 
 def close_bars() -> None:
