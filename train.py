@@ -4,6 +4,7 @@
     python train.py --run binary-01              # train; rerun the same command to resume
     python train.py --run binary-01 --export exports/binary-01 [--step 120]
     python train.py --run cpu-smoke              # the TRL path: a real run on a laptop CPU
+    torchrun --standalone --nproc_per_node 2 train.py cpu-smoke   # the TRL path on 2 processes
 
 The recipe, top to bottom: load the run -> order its data -> check this machine -> backend and
 model -> resume -> (cold start) -> GRPO steps with validation -> stop at max_steps or at the
@@ -36,8 +37,9 @@ TRL_MODULES = ("torch", "transformers", "trl", "peft", "datasets")
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = Parser(prog="python train.py", description=__doc__.splitlines()[0])
-    # which run
-    parser.add_argument("--run", required=True, help="a name in runs/ (e.g. binary-01) or a .toml")
+    # which run (also as the one positional argument: torchrun reads `--run` as its `--run-path`)
+    parser.add_argument("--run", help="a name in runs/ (e.g. binary-01) or a .toml")
+    parser.add_argument("run_name", nargs="?", metavar="RUN", help="the same, without --run")
     # what to do instead of training
     parser.add_argument("--check", action="store_true", help="print the plan and budget; exit")
     parser.add_argument("--export", type=Path, metavar="DIR", help="copy a checkpoint's adapter")
@@ -57,6 +59,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="go on although the run file changed (TRL: the old outputs are kept beside)",
     )
     args = parser.parse_args(argv)
+    if (args.run is None) == (args.run_name is None):
+        parser.error("name one run: --run NAME (or NAME alone)")
+    args.run = args.run or args.run_name
     if args.step is not None and args.export is None:
         parser.error("--step goes with --export")
     if args.max_steps is not None and args.max_steps < 1:
@@ -160,27 +165,19 @@ def train_trl(run: RunConfig, args: argparse.Namespace) -> int:
         print(
             f"run {run.name} (trainer trl): {run.base_model}, SFT {run.trl.sft_steps} steps, "
             f"GRPO {args.max_steps or run.trl.grpo_steps} steps x {run.trl.num_generations} "
-            f"generations, on CPU; writes {out_dir}/"
+            f"generations, on {run.trl.device.upper()}; writes {out_dir}/"
         )
         return 0
     missing = [name for name in TRL_MODULES if importlib.util.find_spec(name) is None]
     if missing:
         return fail(f"the TRL path needs pip install -e '.[trl]' (missing: {', '.join(missing)})")
-    from training.trl.outputs import RunChanged, claim_outputs, effective_run
+    from training.trl.runner import train_and_report
 
-    try:  # the resume rule of both paths (training/run_ledger.py), before anything is trained
-        note = claim_outputs(effective_run(run, args.max_steps), out_dir, force=args.force)
-    except RunChanged as exc:
-        return fail(exc)
-    if note:
-        print(note)
-    from training.trl.report import headline
-    from training.trl.runner import run_trl
-
-    summary = run_trl(run, out_dir=out_dir, steps=args.max_steps)
-    print(summary.render())
-    print("\n".join(headline(summary)))
-    return 0
+    several = int(os.environ.get("WORLD_SIZE", 1)) > 1  # started by torchrun / accelerate
+    command = ("<the same launcher> train.py " if several else "python train.py --run ") + args.run
+    command += f" --max-steps {args.max_steps}" if args.max_steps is not None else ""
+    # the resume rule of both paths (training/run_ledger.py) holds before anything is trained
+    return train_and_report(run, out_dir, steps=args.max_steps, force=args.force, command=command)
 
 
 def export(run: RunConfig, destination: Path, step: int | None) -> int:

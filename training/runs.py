@@ -194,6 +194,24 @@ class TrlSection(Section):
     # Extra shaping for the CPU path only, logged as its own reward column (`tool_format`):
     # this weight times the share of assistant turns that were well-formed calls to known tools.
     format_reward: float = Field(0.0, ge=0)
+    # Where it trains (docs/training-paths.md, "Past one process"): under torchrun or accelerate
+    # launch each process takes its share of every batch; "gpu" puts each on its launcher's GPU.
+    device: Literal["cpu", "gpu"] = "cpu"
+    bf16: bool = False
+    # Generation by vLLM instead of the trainer's own `generate`: "server" asks a separate
+    # `trl vllm-serve` (its own GPU) at vllm_server_base_url, "colocate" runs vLLM in each process.
+    use_vllm: bool = False
+    vllm_mode: Literal["server", "colocate"] = "server"
+    vllm_server_base_url: str | None = None
+    # A checkpoint every N optimizer steps of each phase; rerunning the command continues there.
+    sft_save_steps: int = Field(50, ge=1)
+    grpo_save_steps: int = Field(5, ge=1)
+
+    @model_validator(mode="after")
+    def _vllm_needs_a_gpu(self) -> TrlSection:
+        if self.use_vllm and self.device != "gpu":
+            raise ValueError("use_vllm needs device = 'gpu' (vLLM does not generate on CPU)")
+        return self
 
 
 class RunConfig(Section):

@@ -96,6 +96,15 @@ def test_training_without_the_gpu_stack_ends_in_one_line_naming_the_fix(tmp_path
     assert "Traceback" not in done.stderr
 
 
+def test_the_run_may_be_named_alone_as_torchrun_needs_and_only_once(tmp_path):
+    alone = train_py("cpu-smoke", "--check", cwd=tmp_path)  # torchrun takes --run for itself
+    assert alone.returncode == 0 and "run cpu-smoke (trainer trl)" in alone.stdout, alone.stderr
+    for args in (("--check",), ("cpu-smoke", "--run", "cpu-smoke", "--check")):
+        done = train_py(*args, cwd=tmp_path)
+        assert done.returncode == 2 and "Traceback" not in done.stderr
+        assert done.stderr.count("\n") == 1 and "name one run" in done.stderr
+
+
 def test_an_unknown_run_is_one_line_naming_the_known_ones(tmp_path):
     done = train_py("--run", "no-such-run", "--check", cwd=tmp_path)
     assert done.returncode == 2

@@ -46,12 +46,15 @@ def test_a_fresh_folder_is_claimed_and_records_the_config(tmp_path: Path) -> Non
     assert ledger["run"]["grpo"]["learning_rate"] == 0.002
 
 
-def test_the_same_config_reruns_in_place(tmp_path: Path) -> None:
+def test_the_same_config_continues_in_place(tmp_path: Path) -> None:
     out = tmp_path / "cpu-smoke"
     claim_outputs(smoke(), out)
-    written(out)
+    (out / "sft" / "checkpoint-50").mkdir(parents=True)  # a run stopped part-way
     note = claim_outputs(smoke(), out)
-    assert note is not None and "same config" in note
+    assert note is not None and "same config: continuing it" in note
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cpu-smoke"]
+    written(out)  # finished: nothing to continue, which the runner says with the results
+    assert claim_outputs(smoke(), out) is None
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cpu-smoke"]
 
 

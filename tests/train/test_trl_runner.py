@@ -241,11 +241,11 @@ def test_warm_start_loss_equals_a_plain_forward_over_assistant_tokens(model_dir:
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import SFTConfig, SFTTrainer
 
-    from training.trl.runner import _Tokens
+    from training.trl.phases import Tokens
     from training.trl.sft import _assistant_scored
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    tokens = _Tokens(tokenizer, trl_tool_schemas())
+    tokens = Tokens(tokenizer, trl_tool_schemas())
     examples = [
         fitted_reference(
             generate("train", seed),

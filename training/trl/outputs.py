@@ -1,10 +1,12 @@
 """Whose outputs `outputs/<run>/` holds: the TRL path's side of the resume rule both paths keep.
 
-A TRL run cannot resume, so it always writes afresh; what it must not do is replace the outputs
-of another config silently. The folder's `ledgergym_run.json` (`training.run_ledger`) names the
-config they were made with: the same config is rerun in place; a changed one is refused, naming
-what changed, unless `--force`, which keeps the old outputs beside the new in a dated folder
-(`outputs/<run>.<UTC date and time>/`), never deleting them. Light: no torch.
+A TRL run continues from its checkpoints (`training.trl.checkpoints`); what it must not do is
+continue, or replace, the outputs of another config silently. The folder's `ledgergym_run.json`
+(`training.run_ledger`) names the config they were made with: the same config continues in
+place; a changed one is refused, naming what changed, unless `--force`, which keeps the old
+outputs beside the new in a dated folder (`outputs/<run>.<UTC date and time>/`), never deleting
+them, and starts afresh. Under several processes rank 0 alone claims (`training.trl.ranks`).
+Light: no torch.
 """
 
 from __future__ import annotations
@@ -59,8 +61,9 @@ def claim_outputs(run: RunConfig, out_dir: Path, *, force: bool = False) -> str 
         changes = [f"unknown: no {LEDGER_FILE}"]
         reason = f"their config unknown: no {LEDGER_FILE}"
         what = f"outputs of an unknown config (no {LEDGER_FILE}: written before there was one)"
-    if not changes:
-        return f"{out_dir} holds a run of this same config: rerunning it there"
+    if not changes:  # a finished one (summary.json) is said by the runner
+        finished = (out_dir / "summary.json").is_file()
+        return None if finished else f"{out_dir} holds a run of this same config: continuing it"
     if not force:
         raise RunChanged(
             f"{out_dir} holds {what}; pass --force to keep them beside the new run "

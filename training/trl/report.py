@@ -1,12 +1,13 @@
-"""What a TRL run records: per-step metrics (metrics.jsonl), the reward curve, eval and summary.
+"""What a TRL run records: per-step metrics (metrics.jsonl), the reward curve and the evaluations.
 
 `StepRecorder` is both the `LedgerTrlEnv` sink (every scored episode, with its reward terms)
 and a `TrainerCallback` (TRL's logged loss and reward stats): at each log it writes one line
 that joins the two. Groups are the episodes of one step that share a scenario; each row also
 holds their tool-call sequences (`training.tool_sequences`). Whether the
-reward rose is reported as numbers, never asserted. Used by `training.trl.runner`. The eval
-before and after GRPO is `eval.run.evaluate` into eval run directories (`eval-before/`,
-`eval-after/`), so `write_run_report` can build the run's report with `python -m eval.report`.
+reward rose is reported as numbers, never asserted. Used by `training.trl.phases` and
+`training.trl.grpo`. The eval before and after GRPO is `eval.run.evaluate` into eval run
+directories (`eval-before/`, `eval-after/`), so `write_run_report` can build the run's report
+with `python -m eval.report`; the summary is `training.trl.summary`.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import json
 import statistics
 import time
 from collections import defaultdict
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +28,9 @@ from agent.rollout import RolloutConfig
 from env.scenario import Scenario
 from eval.episode_log import EPISODES, RUN_CONFIG, EpisodeLine, read_episodes
 from eval.run import evaluate as evaluate_policy
-from eval.summary import SUMMARY_JSON, SUMMARY_MD, as_interval, load_summary
+from eval.summary import SUMMARY_JSON, SUMMARY_MD, load_summary
 from training.tool_sequences import trl_fields
+from training.trl import ranks
 from training.trl.episode_env import EpisodeOutcome
 
 # TRL log keys copied into metrics.jsonl as they are (when present)
@@ -50,20 +52,41 @@ EVAL_AFTER = "eval-after"
 REPORT_DIR = "report"
 
 
+def _json_lines(path: Path) -> list[dict[str, Any]]:
+    """The whole lines of a JSON-lines file (a line cut by a kill is left out)."""
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            rows.append(json.loads(line))
+        except ValueError:
+            continue
+    return rows
+
+
 def _mean(values: list[float]) -> float:
     return round(statistics.fmean(values), 6) if values else 0.0
 
 
 class StepRecorder(TrainerCallback):
-    """Collects scored episodes between logs and writes one metrics line per optimizer step."""
+    """Collects scored episodes between logs and writes one metrics line per optimizer step.
 
-    def __init__(self, path: Path) -> None:
+    Under several processes each rank scores its own share of the step's episodes: every rank
+    gathers all of them at the log (a collective; TRL logs on every rank), and rank 0 alone
+    writes the line. Continuing from a checkpoint at `resume_step` keeps the lines up to it.
+    """
+
+    def __init__(self, path: Path, *, resume_step: int = 0, main: bool = True) -> None:
         self.path = path
+        self.main = main
         self.rows: list[dict[str, Any]] = []
         self._episodes: list[EpisodeOutcome] = []
         self._step_started = time.perf_counter()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("", encoding="utf-8")
+        if resume_step and path.is_file():
+            self.rows = [row for row in _json_lines(path) if row.get("step", 0) <= resume_step]
+        if main:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            text = "".join(json.dumps(row) + "\n" for row in self.rows)
+            path.write_text(text, encoding="utf-8")
 
     def __call__(self, outcome: EpisodeOutcome) -> None:
         self._episodes.append(outcome)
@@ -74,6 +97,8 @@ class StepRecorder(TrainerCallback):
     def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kwargs: Any) -> None:
         if not logs or "reward" not in logs:  # the end-of-training summary log has no reward
             return
+        shares = ranks.gather(self._episodes)
+        self._episodes = [episode for share in shares for episode in share]
         row = self.step_row(state.global_step, time.perf_counter() - self._step_started)
         row["trl"] = {
             key: value
@@ -82,8 +107,9 @@ class StepRecorder(TrainerCallback):
         }
         row["loss"] = logs.get("loss")
         self.rows.append(row)
-        with self.path.open("a", encoding="utf-8") as out:
-            out.write(json.dumps(row) + "\n")
+        if self.main:
+            with self.path.open("a", encoding="utf-8") as out:
+                out.write(json.dumps(row) + "\n")
         self._episodes = []
 
     def step_row(self, step: int, step_time: float) -> dict[str, Any]:
@@ -144,7 +170,7 @@ def evaluate(
     started = time.perf_counter()
     for name in (EPISODES, RUN_CONFIG, SUMMARY_JSON, SUMMARY_MD):
         (run_dir / name).unlink(missing_ok=True)
-    result = asyncio.run(
+    asyncio.run(
         evaluate_policy(
             policy,
             scenarios,
@@ -156,7 +182,17 @@ def evaluate(
             label=label,
         )
     )
-    summary = result.summary or {}
+    return read_evaluation(run_dir, round(time.perf_counter() - started, 1))
+
+
+def finished_evaluation(run_dir: Path) -> bool:
+    """An eval run directory whose summary was written (eval.run writes it last)."""
+    return (run_dir / SUMMARY_JSON).is_file()
+
+
+def read_evaluation(run_dir: Path, wall_s: float = 0.0) -> EvalSummary:
+    """The rates of a finished eval run directory (also one a stopped run left behind)."""
+    summary = load_summary(run_dir)
     episodes = [_episode(line) for line in read_episodes(run_dir / EPISODES)]
     submitted = summary.get("submitted", {})
     return EvalSummary(
@@ -168,7 +204,7 @@ def evaluate(
         ),
         label_correct_rate=_mean([float(e["label_correct"]) for e in episodes]),
         mean_tool_calls=_rounded(summary.get("means", {}).get("tool_calls")),
-        wall_s=round(time.perf_counter() - started, 1),
+        wall_s=wall_s,
         episodes=episodes,
     )
 
@@ -251,107 +287,3 @@ def plot_reward_curve(rows: list[dict[str, Any]], path: Path, title: str) -> Non
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
-
-
-@dataclass
-class TrlSummary:
-    """Returned by `run_trl` and written as summary.json; `render()` is the printed report."""
-
-    run: str
-    out_dir: str
-    base_model: str
-    eval_split: str
-    sft_steps: int
-    sft_examples: int
-    sft_mean_calls_kept: float
-    sft_reference_reward: float
-    grpo_steps: int
-    loss_type: str
-    scale_rewards: str
-    lora: dict[str, Any]
-    before: EvalSummary
-    after: EvalSummary
-    reward_first_steps: float  # LedgerGym reward, mean of the first `trend_window` steps
-    reward_last_steps: float
-    trained_first_steps: float  # the reward GRPO optimised (LedgerGym + extra shaping)
-    trained_last_steps: float
-    trend_window: int
-    groups_with_variance: int  # LedgerGym reward alone
-    groups_with_variance_total: int  # the reward GRPO trained on (with any extra shaping)
-    groups_total: int
-    lora_b_max_abs_delta: float
-    lora_tensors_changed: int
-    timings_s: dict[str, float]
-    wall_s: float
-    extra_shaping: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    def write(self, path: Path) -> None:
-        path.write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
-
-    def render(self) -> str:
-        b, a = self.before, self.after
-        window = self.trend_window
-        timings = ", ".join(f"{k} {v:.0f}s" for k, v in self.timings_s.items())
-        return "\n".join(
-            [
-                f"TRL run {self.run!r} ({self.base_model}) -> {self.out_dir}",
-                f"  SFT warm start: {self.sft_steps} steps on {self.sft_examples} fitted reference "
-                f"trajectories (mean {self.sft_mean_calls_kept:.1f} calls kept, reference "
-                f"reward {self.sft_reference_reward:.2f})",
-                f"  GRPO: {self.grpo_steps} steps, loss_type={self.loss_type}, "
-                f"scale_rewards={self.scale_rewards}, LoRA r={self.lora['rank']} "
-                f"alpha={self.lora['alpha']} on {','.join(self.lora['target_modules'])}",
-                f"  eval on {b.scenarios} {self.eval_split} scenarios (eval.grader):",
-                f"    before GRPO (warm start): {b.line()}",
-                f"    after GRPO (LoRA):        {a.line()}",
-                f"  train reward, mean of first -> last {window} steps (noisy; not evidence of "
-                "learning either way):",
-                f"    LedgerGym reward {_trend(self.reward_first_steps, self.reward_last_steps)}",
-                f"    trained reward   {_trend(self.trained_first_steps, self.trained_last_steps)}",
-                f"  groups with non-zero reward variance: LedgerGym reward "
-                f"{self.groups_with_variance}/{self.groups_total}, trained reward "
-                f"{self.groups_with_variance_total}/{self.groups_total}",
-                f"  LoRA changed: {self.lora_tensors_changed} lora_B tensors, max |delta| "
-                f"{self.lora_b_max_abs_delta:.3g}",
-                f"  extra shaping: {self.extra_shaping or 'none'}",
-                f"  wall time {self.wall_s:.0f}s ({timings})",
-            ]
-        )
-
-
-def headline(summary: TrlSummary) -> list[str]:
-    """The run's last lines: the figures it is run for (graded on the eval split before and
-    after GRPO, with intervals), then where everything is."""
-    out = Path(summary.out_dir)
-    before, after = (load_summary(out / name) for name in (EVAL_BEFORE, EVAL_AFTER))
-
-    def pair(key: str) -> str:
-        return f"{_interval(before, key)} -> {_interval(after, key)}"
-
-    def reversals(s: dict[str, Any]) -> str:
-        return f"{s['false_reversal']['count']}/{s['false_reversal']['total']}"
-
-    return [
-        f"{summary.run}, warm start -> GRPO, on {before['scenarios']} {summary.eval_split} "
-        f"scenarios: pass^1 {pair('overall')}",
-        f"  grounded success pass^1 {pair('grounded')}; false reversals "
-        f"{reversals(before)} -> {reversals(after)}",
-        f"  train reward, first -> last {summary.trend_window} steps: "
-        f"{_trend(summary.reward_first_steps, summary.reward_last_steps)}",
-        f"report: {out / REPORT_DIR / 'index.html'}",
-        f"summary: {out / 'summary.json'}; log: {out / 'train.log'}",
-    ]
-
-
-def _interval(summary: dict[str, Any], key: str) -> str:
-    interval = as_interval((summary.get(key) or {}).get("pass1"))
-    return "–" if interval is None else interval.format()
-
-
-def _trend(first: float, last: float) -> str:
-    change = last - first
-    word = "rose" if change > 0 else ("fell" if change < 0 else "did not move")
-    return f"{first:.3f} -> {last:.3f} ({word} by {abs(change):.3f})"

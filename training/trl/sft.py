@@ -12,10 +12,23 @@ import json
 from pathlib import Path
 from typing import Any
 
-from training.runs import TrlSection
+from training.runs import RunConfigError, TrlSection
+from training.trl import ranks
+from training.trl.checkpoints import (
+    KEEP,
+    Checkpoint,
+    RunProgress,
+    Saved,
+    drop_unfinished,
+    last_checkpoint,
+    publish,
+    staging,
+)
 from training.trl.data import SftExample
 from training.trl.episode_env import trl_tool_schemas
 from training.trl.progress import PhaseProgress, attach
+
+WARM_START = "warm_start"
 
 
 def warm_start(
@@ -26,46 +39,91 @@ def warm_start(
     out: Path,
     *,
     seed: int = 0,
-    progress: PhaseProgress | None = None,
+    display: PhaseProgress | None = None,
+    run: RunProgress | None = None,
 ) -> Path:
     """Full-weight SFT of the tiny model on the fitted references (assistant tokens only);
-    `progress` replaces transformers' printed log dicts by a bar and short lines."""
+    `display` replaces transformers' printed log dicts by a bar and short lines.
+
+    Continues from the newest `sft/checkpoint-N` where an earlier run was stopped; a finished
+    warm start (`warm_start/`) is reused as it is. Under several processes each takes its
+    share of every batch and the loss is SFTTrainer's own (the shared-prefix loss below calls
+    the decoder past DDP's wrapper, which would skip the gradient all-reduce).
+    """
+    warm = out / WARM_START
+    if (warm / "config.json").is_file():
+        return warm
     from datasets import Dataset
     from transformers import AutoModelForCausalLM
     from trl import SFTConfig, SFTTrainer
 
+    world = ranks.from_environment()
     tools = json.dumps(trl_tool_schemas())  # a string column keeps Arrow out of the schema
     rows = [{"messages": ex.messages, "tools": tools} for ex in examples]
     args = SFTConfig(
         output_dir=str(out / "sft"),
         max_steps=trl.sft_steps,
-        per_device_train_batch_size=trl.sft_batch_size,
+        per_device_train_batch_size=per_device(trl.sft_batch_size, world.world, "sft_batch_size"),
         learning_rate=trl.sft_learning_rate,
         lr_scheduler_type="cosine",
         warmup_steps=max(1, trl.sft_steps // 20),
         max_length=None,  # examples are fitted to the context already; never cut the submit
         assistant_only_loss=True,
-        use_cpu=True,
-        bf16=False,
+        use_cpu=trl.device == "cpu",
+        bf16=trl.bf16,
         activation_checkpointing=False,  # TRL defaults it on; slow on CPU
-        save_strategy="no",
+        save_strategy="steps",
+        save_steps=trl.sft_save_steps,
+        save_total_limit=KEEP,
+        ddp_find_unused_parameters=False,  # every weight takes part in every step
         report_to="none",
         disable_tqdm=True,
         logging_steps=max(1, trl.sft_steps // 5),
         seed=seed,
     )
     model = AutoModelForCausalLM.from_pretrained(model_dir)
-    trainer = _assistant_scored(SFTTrainer)(
+    trainer_class = SFTTrainer if world.several else _assistant_scored(SFTTrainer)
+    trainer = trainer_class(
         model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tokenizer
     )
-    if progress is not None:
-        attach(trainer, progress)
+    if display is not None:
+        attach(trainer, display)
+    if run is not None:
+        trainer.add_callback(Saved(run, out / "sft"))
     if trl.sft_steps > 0:
-        trainer.train()
-    warm = out / "warm_start"
-    trainer.save_model(str(warm))
-    tokenizer.save_pretrained(str(warm))
+        resume = resume_point(out / "sft", run)
+        trainer.train(resume_from_checkpoint=str(resume.path) if resume else None)
+    trainer.save_model(str(staging(warm)))  # every rank: sharded trainers gather to rank 0
+    if world.main:
+        tokenizer.save_pretrained(str(staging(warm)))
+        publish(warm)
+    ranks.barrier()
     return warm
+
+
+def per_device(batch: int, world: int, key: str) -> int:
+    """A run file's batch is per optimizer step; each of `world` processes takes a share."""
+    if batch % world:
+        raise RunConfigError(
+            f"[trl] {key} = {batch} does not split over {world} processes: make it a multiple"
+        )
+    return batch // world
+
+
+def resume_point(phase_dir: Path, run: RunProgress | None) -> Checkpoint | None:
+    """The checkpoint every rank continues from (rank 0 decides, sets aside cut ones)."""
+
+    def decide() -> Checkpoint | None:
+        kept = last_checkpoint(phase_dir)
+        drop_unfinished(phase_dir, kept)
+        return kept
+
+    kept = ranks.from_main(decide)
+    if run is not None:
+        run.checkpoint = kept
+        if kept is not None:
+            run.continued[phase_dir.name] = kept.step
+    return kept
 
 
 def _assistant_scored(base: type) -> type:
