@@ -28,7 +28,8 @@ from env.generation.twin_repair import set_right, twin_outcome
 from env.generation.world import freeze
 from env.scenario import Scenario, ToolCall, Truth
 
-GENERATOR_VERSION = "billsleuth-gen-5"
+GENERATOR_VERSION = "billsleuth-gen-6"
+DISPUTE_DAYS = (2, 12)  # the dispute opens this many days after the last invoice
 
 
 def scenario_rng(split: str, seed: int) -> random.Random:
@@ -206,29 +207,31 @@ def _derived_scenario(
 
 
 def open_dispute(b: WorldBuilder) -> str:
-    """When the customer writes: two to twelve days after the last invoice, after every
-    recorded moment and after any canceled subscription's end. Active subscriptions are first
-    billed up to that day (design §1.1: an active subscription invoices every period up to the
-    dispute)."""
+    """When the customer writes: two to twelve days after the last invoice (`DISPUTE_DAYS`,
+    `checks.realism.dispute_window`) and after every recorded moment. Active subscriptions are
+    first billed up to that day (design §1.1: an active subscription invoices every period up
+    to the dispute); a cancellation that has not taken effect by then is pending, its row
+    still active (`_pending_rows`)."""
     draft = b.draft
     assert draft is not None
     tz = b.customer.timezone
-    last_issue = max(inv.issued_at for inv in draft.invoices)
-    opened_day = utc_to_local_date(last_issue, tz) + days(b.rng.randint(2, 12))
-    ended = [s.cancel_effective for s in b.stories if s.sub.status == "canceled"]
-    if any(ended):  # a subscription that reads canceled has ended before the customer writes
-        opened_day = max(opened_day, max(d for d in ended if d) + days(b.rng.randint(1, 10)))
-    opened_at = local_to_utc(opened_day, b.work_time(), tz)
-    while True:  # a late payment can push the dispute past another period start: bill it too
+    opened_at = ""
+    for _ in range(8):  # a late payment can push the dispute past another period start
+        last = max(utc_to_local_date(inv.issued_at, tz) for inv in draft.invoices)
+        if not opened_at or utc_to_local_date(opened_at, tz) < last + days(DISPUTE_DAYS[0]):
+            opened_day = last + days(b.rng.randint(*DISPUTE_DAYS))
+            opened_at = local_to_utc(opened_day, b.work_time(), tz)
         for story in b.stories:
             _bill_until(b, story, utc_to_local_date(opened_at, tz))
-        stamps = [inv.issued_at for inv in draft.invoices] + [p.paid_at for p in draft.payments]
+        if max(utc_to_local_date(inv.issued_at, tz) for inv in draft.invoices) != last:
+            continue  # billed a new period: the window counts from its invoice
+        stamps = [p.paid_at for p in draft.payments] + [n.created_at for n in draft.credit_notes]
         stamps += [e.occurred_at for sub in draft.subscriptions for e in sub.events]
-        stamps += [n.created_at for n in draft.credit_notes]
-        latest = max(stamps)
+        latest = max([inv.issued_at for inv in draft.invoices] + stamps)
         if opened_at > latest:
             break
         opened_at = utc_stamp(_moment(latest) + timedelta(minutes=b.rng.randint(30, 600)))
+    _pending_rows(b, utc_to_local_date(opened_at, tz))
     for story in b.stories:  # recent changes the next invoice will carry, in every class
         pending_changes(b, story, opened_at)
         if story.sub.status == "active" and story.cancel_effective is None:
@@ -236,6 +239,15 @@ def open_dispute(b: WorldBuilder) -> str:
     b.close_rates(utc_to_local_date(opened_at, tz))
     b.customer.created_at = min(b.customer.created_at, *(s.sub.started_at for s in b.stories))
     return opened_at
+
+
+def _pending_rows(b: WorldBuilder, today: date) -> None:
+    """A subscription whose cancellation takes effect after the dispute day still runs: its
+    row says active until then (a cancellation at period end, or on a later date, pending)."""
+    for story in b.stories:
+        ends = story.cancel_effective
+        if story.sub.status == "canceled" and ends is not None and ends > today:
+            story.sub.status = "active"
 
 
 def _bill_until(b: WorldBuilder, story: Story, day: date) -> None:

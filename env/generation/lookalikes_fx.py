@@ -30,7 +30,8 @@ def stale_day(
 ) -> tuple[date, Fraction]:
     """A weekday two or more days before `start` whose rate is `higher` than the right one: a
     day the table holds that no invoice records (latest first), else a fresh day 2-31 days
-    back recorded about 1 % above `right`, inside the table's usual band where it has room."""
+    back where the rate's path is higher, else one whose path is raised about 1 % above
+    `right` (up to the band's top) around it (`WorldBuilder.raise_fx`)."""
     latest = (start - days(2)).isoformat()
     known = sorted(date.fromisoformat(d) for d in b.fx if d <= latest)
     for day in reversed(known):
@@ -39,16 +40,25 @@ def stale_day(
         rate = b.fx_on(day)
         if higher(rate, day):
             return day, rate
-    day = start - days(b.rng.randint(2, 31))
-    while day.isoformat() in b.fx or day.weekday() >= 5 or day in recorded:
-        day -= days(1)
+    fresh = [
+        start - days(n)
+        for n in range(2, 32)
+        if (start - days(n)).weekday() < 5
+        and (start - days(n)).isoformat() not in b.fx
+        and start - days(n) not in recorded
+    ]
+    b.rng.shuffle(fresh)
+    for day in fresh:
+        if higher(b.path_rate(day), day):
+            return day, b.fx_on(day)
     high = fx_band_top(b.fx_base())
-    low = min(right * Fraction(101, 100), high)
-    rate = low + (high - low) * Fraction(b.rng.randint(0, 100), 100)
-    if not higher(Fraction(round(rate * 10000), 10000), day):
-        rate = right * Fraction(101, 100)  # the right rate is at the band's top already
-    b.put_fx(day, rate)
-    return day, b.fx_on(day)
+    for day in fresh:
+        low = min(right * Fraction(101, 100), high)
+        rate = low + (high - low) * Fraction(b.rng.randint(0, 100), 100)
+        rate = Fraction(round(rate * 10000), 10000)
+        if higher(rate, day) and b.raise_fx(day, rate):
+            return day, b.fx_on(day)
+    raise AssertionError(f"no stale fx day before {start} converts higher than {right}")
 
 
 def rate_lock(b: WorldBuilder, story: Story) -> None:

@@ -113,6 +113,9 @@ def extend_later(
     else:  # the whole first period, ending inside the second
         s1, e1 = story.period(1)
         t1 = s1 + days(b.rng.randint(3, (e1 - s1).days - 6))
+    changes = [d for d, _ in story.plan_changes if d > t0]
+    if changes and t1 > min(changes) - days(2):
+        return None  # a plan change's money starts by then: never inside a trial (world v6)
     story.trial_end = t1
     story.trial_end_before = t0
     story.event(t1, story.time_of_day(), "trial_ended", {})

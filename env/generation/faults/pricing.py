@@ -466,8 +466,8 @@ def _issue_day(invoice: Invoice) -> str:
 
 
 def _put_fx(b: WorldBuilder, day: date, rate: Fraction) -> None:
-    """Records a USD rate for `day` before anything asks `fx_on` for it (4 decimals)."""
-    b.put_fx(day, rate)
+    """Raises the rate's path to `rate` on `day` before anything records its days."""
+    b.raise_fx(day, rate)
 
 
 def _wrong_day(b: WorldBuilder, invoice: Invoice) -> tuple[date, Fraction]:
