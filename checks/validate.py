@@ -4,7 +4,8 @@ checks the world's invariants (`checks.invariants`, design §1.1) on its initial
 A scenario its own reference cannot solve is a generator bug, so every split must pass whole:
 credits, findings, no tool error, every overcharge shown by a read tool, a grounded success
 under the reward (every number in the summary traceable), nothing else written.
-Run: `python -m checks.validate --split eval` (or val, heldout; `--split train --limit 2000`).
+Run: `python -m checks.validate --split eval` (or val, heldout; `--split train --limit 2000`;
+`--split eval-twins` also diffs each twin against its scenario, `checks.twin_diff`).
 Prints each failure with its reasons, then `passed/total`; exits 1 on any failure.
 """
 
@@ -21,6 +22,7 @@ from decimal import Decimal
 from checks.invariants import world_problems
 from checks.realism import CHECKS as REALISM
 from checks.realism import realism_problems
+from checks.twin_diff import twin_problems
 from env.cli import EXIT_FAILED, Parser, UsageError, map_seeds, positive_int, run_command
 from env.engine.money import format_cents
 from env.episode import drafted_credits, record_episode
@@ -189,6 +191,9 @@ def validate_seed(split: str, seed: int) -> ScenarioCheck:
     except Exception as exc:  # a builder bug is a failure to report, not the end of the run
         return ScenarioCheck(split, seed, label, (f"generation failed: {exc!r}",))
     problems = tuple(check_scenario(scenario))
+    if split in TWIN_SPLITS:  # the twin against its scenario: only the fault's records moved
+        original = generate.__wrapped__(TWIN_SPLITS[split], seed)
+        problems += tuple(f"twin: {p}" for p in twin_problems(original, scenario))
     broken = tuple(p.split(":", 1)[0].removeprefix("realism ") for p in problems)
     return ScenarioCheck(split, seed, label, problems, tuple(n for n in REALISM if n in broken))
 

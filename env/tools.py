@@ -67,7 +67,8 @@ class BillingTools(Lookups):
         tax_jurisdiction_since are taxed in previous_tax_jurisdiction (null: no move).
         A subscription's invoices issued in fx_rate_lock's [issued_from, issued_until) convert
         at its rate_date's USD rate, a contract rate (null: none).
-        account_credit: an overpayment (payment_id, amount) kept on account, not owed back.
+        account_credit: an overpayment (payment_id, amount) kept on account; billing applies
+        it to the invoices issued after it (list_payments: method account_credit, applied_from).
         seat_commitment: periods starting in [periods_from, periods_until) bill at least its seats.
         Call this first with the id from the complaint, then `list_invoices`.
 
@@ -99,6 +100,7 @@ class BillingTools(Lookups):
     def get_invoice(self, invoice_id: str) -> dict[str, Any]:
         """Get one invoice: billing inputs, lines, subtotal, discount, tax, total, paid, credited.
 
+        balance_applied: the part of amount_paid drawn from the customer's account credit.
         `billing_inputs` are exactly what the invoice was computed from (plan and unit price,
         seats, proration dates, coupon, usage units, tax jurisdiction and rate, fx rate).
         Check them against `get_subscription_timeline`, `get_tax_rate` and `get_customer`.
@@ -111,7 +113,9 @@ class BillingTools(Lookups):
     def list_payments(self, customer_id: str, invoice_id: str | None = None) -> dict[str, Any]:
         """List a customer's payments: id, invoice, amount, currency, paid_at (UTC), method, status.
 
-        Two succeeded payments for one invoice mean a duplicate payment.
+        Two succeeded payments for one invoice mean a duplicate payment. A payment with
+        method account_credit pays part of its invoice from the kept balance whose payment
+        applied_from names (null for every other payment).
 
         Args:
             customer_id: Customer id, e.g. "CUS-4Q2P9A".

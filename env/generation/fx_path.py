@@ -42,12 +42,13 @@ class FxPath:
         for _ in range(BUSINESS_DAYS):
             path.append(x)
             x = REVERSION * x + rng.uniform(-STEP, STEP)
-        self._offset = [Fraction(round(v * 100000), 100000) for v in path]
+        walk = [Fraction(round(v * 100000), 100000) for v in path]
+        self._offset = [max(-BAND, min(BAND, v)) for v in walk]
 
     def offset(self, day: date) -> Fraction:
-        """The rate's distance from the base on `day` (clipped to the band)."""
-        i = min(max(business_index(day), 0), BUSINESS_DAYS - 1)
-        return max(-BAND, min(BAND, self._offset[i]))
+        """The rate's distance from the base on `day` (the walk stays inside the band; a
+        raised day may sit at its edge, or just past it where the right rate already does)."""
+        return self._offset[min(max(business_index(day), 0), BUSINESS_DAYS - 1)]
 
     def raise_to(self, day: date, target: Fraction, recorded: set[date]) -> bool:
         """Lifts the path to `target` on `day`, ramping over the business days around it at

@@ -21,11 +21,11 @@ from env.generation.complaints import render_complaint
 from env.generation.decoys import add_decoys
 from env.generation.faults import builder_for
 from env.generation.faults.base import FaultOutcome, call
+from env.generation.freeze import freeze
 from env.generation.splits import TWIN_SPLITS, split_assignment
 from env.generation.story import Story
 from env.generation.twin_moves import move_fault, moved_summary, wrong_fields
 from env.generation.twin_repair import set_right, twin_outcome
-from env.generation.world import freeze
 from env.scenario import Scenario, ToolCall, Truth
 
 GENERATOR_VERSION = "billsleuth-gen-6"
@@ -118,7 +118,7 @@ def _twin_scenario(
     verdict `no_error`, the reference an investigation that finds nothing to credit."""
     draft = b.draft
     assert draft is not None and draft.dispute is not None
-    set_right(draft, overcharges, b.fault_rows)
+    set_right(draft, overcharges, b.fault_rows, ended_by_dispute(b))
     left = draft.overcharges()
     if left:
         raise AssertionError(f"twin of {split}-{seed} still has overcharges {left}")
@@ -157,7 +157,7 @@ def _moved_scenario(
     wrong = wrong_fields(fault[0])
     if wrong is None or len(fault) != 1:
         return None
-    set_right(draft, overcharges, b.fault_rows)
+    set_right(draft, overcharges, b.fault_rows, ended_by_dispute(b))
     found = move_fault(draft, fault[0], wrong, outcome.focus)
     if found is None:
         return None
@@ -230,7 +230,15 @@ def open_dispute(b: WorldBuilder) -> str:
         latest = max([inv.issued_at for inv in draft.invoices] + stamps)
         if opened_at > latest:
             break
+        late = utc_to_local_date(latest, tz)  # a later day of the window, after it if any is left
+        if late < last + days(DISPUTE_DAYS[1]):
+            opened_day = late + days(b.rng.randint(1, (last + days(DISPUTE_DAYS[1]) - late).days))
+            opened_at = local_to_utc(opened_day, b.work_time(), tz)
+            if opened_at > latest:
+                continue
         opened_at = utc_stamp(_moment(latest) + timedelta(minutes=b.rng.randint(30, 600)))
+    else:
+        raise AssertionError(f"no dispute moment after every record ({opened_at})")
     _pending_rows(b, utc_to_local_date(opened_at, tz))
     for story in b.stories:  # recent changes the next invoice will carry, in every class
         pending_changes(b, story, opened_at)
@@ -239,6 +247,13 @@ def open_dispute(b: WorldBuilder) -> str:
     b.close_rates(utc_to_local_date(opened_at, tz))
     b.customer.created_at = min(b.customer.created_at, *(s.sub.started_at for s in b.stories))
     return opened_at
+
+
+def ended_by_dispute(b: WorldBuilder) -> set[str]:
+    """The subscriptions whose cancellation took effect by the dispute day."""
+    assert b.draft is not None and b.draft.dispute is not None
+    today = utc_to_local_date(b.draft.dispute[1], b.customer.timezone)
+    return {s.sub.id for s in b.stories if s.cancel_effective and s.cancel_effective <= today}
 
 
 def _pending_rows(b: WorldBuilder, today: date) -> None:

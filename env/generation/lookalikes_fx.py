@@ -56,6 +56,8 @@ def stale_day(
         low = min(right * Fraction(101, 100), high)
         rate = low + (high - low) * Fraction(b.rng.randint(0, 100), 100)
         rate = Fraction(round(rate * 10000), 10000)
+        if not higher(rate, day):  # the right rate is at the band's top already
+            rate = Fraction(round(right * Fraction(101, 100) * 10000), 10000)
         if higher(rate, day) and b.raise_fx(day, rate):
             return day, b.fx_on(day)
     raise AssertionError(f"no stale fx day before {start} converts higher than {right}")
