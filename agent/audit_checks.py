@@ -29,6 +29,7 @@ from agent.audit_evidence import (
 from env.engine.billing import previous_period_start
 from env.engine.calendar import fx_day
 from env.engine.money import format_cents
+from env.engine.rules import rule_sentence
 
 TIMEZONE_LABEL = "timezone_period_boundary"
 # Which side of 1 a USD -> currency rate sits on: an analyst's sanity band, not scenario data.
@@ -71,7 +72,11 @@ def duplicate_payments(ev: Evidence) -> list[Candidate]:
                 note += f": {calc} = {money(over, currency)} still owed"
         if ev.credited(invoice_id):
             note += f", {money(ev.credited(invoice_id), currency)} already credited"
-        found.append(Candidate("duplicate_payment", invoice_id, note, cents=over))
+        rule = rule_sentence(
+            "duplicate_payment", invoice=invoice_id, total=format_cents(total), currency=currency,
+            net=format_cents(sum(amounts) - refunded),
+        )  # fmt: skip
+        found.append(Candidate("duplicate_payment", invoice_id, note, cents=over, rule=rule))
     return found
 
 
@@ -127,13 +132,28 @@ def billed_after_cancellation(ev: Evidence) -> list[Candidate]:
             )
             credited = ev.credited(summary["invoice_id"])
             change = _earlier_change(ev, summary)
+            rule = _cancel_rule(ev, label, summary["invoice_id"], effective)
             if change is None:
-                found.append(Candidate(label, summary["invoice_id"], note, cents=total - credited))
+                found.append(
+                    Candidate(label, summary["invoice_id"], note, cents=total - credited, rule=rule)
+                )
                 continue
             note += f"; the proration of the plan change of {change} is owed on a closing invoice"
             closing = {"proration_end": str(summary["period_start"])}
-            found.append(Candidate(label, summary["invoice_id"], note, closing, credited=credited))
+            found.append(
+                Candidate(label, summary["invoice_id"], note, closing, credited=credited, rule=rule)
+            )
     return found
+
+
+def _cancel_rule(ev: Evidence, label: str, invoice_id: str, end: str) -> str:
+    """The rule a bill after a cancellation breaks: nothing is billed from where it took
+    effect (dated by the customer's local day, for the held-out class)."""
+    if label == TIMEZONE_LABEL:
+        return rule_sentence(
+            label, invoice=invoice_id, what="the cancellation", timezone=ev.timezone, day=end
+        )
+    return rule_sentence("billed_after_cancellation", invoice=invoice_id, end=end)
 
 
 def _earlier_change(ev: Evidence, summary: Json) -> str | None:
@@ -165,18 +185,16 @@ def _cancel_on_date(ev: Evidence, sub_id: str, cancel: Event, ends_on: date) -> 
         if start is None or end is None or not total or end <= ends_on:
             continue
         note = f"{cancel.kind} at {cancel.stamp} UTC ended {sub_id} on {ends_on}"
+        label, invoice_id = "billed_after_cancellation", summary["invoice_id"]
+        rule = _cancel_rule(ev, label, invoice_id, ends_on.isoformat())
         if start < ends_on:
             overrides = {"proration_end": ends_on.isoformat()}
-            note += f"; {summary['invoice_id']} bills {start} to {end}"
-            found.append(
-                Candidate("billed_after_cancellation", summary["invoice_id"], note, overrides)
-            )
+            note += f"; {invoice_id} bills {start} to {end}"
+            found.append(Candidate(label, invoice_id, note, overrides, rule=rule))
         else:
-            note += f"; {summary['invoice_id']} bills a later period, total {summary.get('total')}"
-            left = total - ev.credited(summary["invoice_id"])
-            found.append(
-                Candidate("billed_after_cancellation", summary["invoice_id"], note, cents=left)
-            )
+            note += f"; {invoice_id} bills a later period, total {summary.get('total')}"
+            left = total - ev.credited(invoice_id)
+            found.append(Candidate(label, invoice_id, note, cents=left, rule=rule))
     return found
 
 
@@ -208,7 +226,14 @@ def tax_exempt_charged(ev: Evidence) -> list[Candidate]:
             f"{money(amount, str(detail.get('currency', '')))} was charged"
         )
         left = amount - ev.credited(summary["invoice_id"])
-        found.append(Candidate("tax_exempt_charged", summary["invoice_id"], note, cents=left))
+        rule = rule_sentence(
+            "tax_exempt_charged", invoice=summary["invoice_id"], day=issued,
+            certificate=certificate.get("certificate_id"), valid_from=valid_from,
+            valid_until=valid_until, jurisdiction=where,
+        )  # fmt: skip
+        found.append(
+            Candidate("tax_exempt_charged", summary["invoice_id"], note, cents=left, rule=rule)
+        )
     return found
 
 
@@ -233,7 +258,12 @@ def wrong_tax_rate(ev: Evidence) -> list[Candidate]:
             f"{summary['invoice_id']} was taxed at {billed} ({inputs.get('tax_jurisdiction')}); "
             f"get_tax_rate gives {right} for {own} on its issue day {start}"
         )
-        found.append(Candidate("wrong_tax_rate", summary["invoice_id"], note, {"tax_rate": right}))
+        rule = rule_sentence(
+            "wrong_tax_rate", invoice=summary["invoice_id"], jurisdiction=own, day=start, rate=right
+        )
+        found.append(
+            Candidate("wrong_tax_rate", summary["invoice_id"], note, {"tax_rate": right}, rule=rule)
+        )
     return found
 
 
@@ -354,8 +384,13 @@ def seat_count_mismatch(ev: Evidence) -> list[Candidate]:
             f"{summary['invoice_id']} bills {billed} seats, but the timeline's seats_changed "
             f"events leave {expected} seats in force on {start}"
         )
+        rule = rule_sentence(
+            "seat_count_mismatch", invoice=summary["invoice_id"], start=start, seats=expected
+        )
         found.append(
-            Candidate("seat_count_mismatch", summary["invoice_id"], note, {"seats": expected})
+            Candidate(
+                "seat_count_mismatch", summary["invoice_id"], note, {"seats": expected}, rule=rule
+            )
         )
     return found
 
@@ -373,8 +408,12 @@ def downgrade_not_applied(ev: Evidence) -> list[Candidate]:
             f"{summary['invoice_id']} bills {billed}, but the plan_changed events put "
             f"{expected} in force for the period from {start}"
         )
+        rule = rule_sentence(
+            "downgrade_not_applied", invoice=summary["invoice_id"], start=start, plan=expected
+        )
+        overrides = {"plan_id": expected}
         found.append(
-            Candidate("downgrade_not_applied", summary["invoice_id"], note, {"plan_id": expected})
+            Candidate("downgrade_not_applied", summary["invoice_id"], note, overrides, rule=rule)
         )
     return found
 
@@ -397,12 +436,20 @@ def proration_error(ev: Evidence) -> list[Candidate]:
             f"plan_changed at {change.stamp} UTC {when}, but "
             f"{summary['invoice_id']} prorated from plan_change_date {recorded}"
         )
+        invoice_id, day_text = summary["invoice_id"], starts.isoformat()
+        rule = (
+            rule_sentence(TIMEZONE_LABEL, invoice=invoice_id, what="the plan change",
+                          timezone=ev.timezone, day=day_text)
+            if crossed
+            else rule_sentence("proration_error", invoice=invoice_id, day=day_text)
+        )  # fmt: skip
         found.append(
             Candidate(
                 TIMEZONE_LABEL if crossed else "proration_error",
-                summary["invoice_id"],
+                invoice_id,
                 note,
-                {"plan_change_date": starts.isoformat()},
+                {"plan_change_date": day_text},
+                rule=rule,
             )
         )
     return found
@@ -426,12 +473,19 @@ def trial_period_charged(ev: Evidence) -> list[Candidate]:
         )
         total = cents(summary.get("total"))
         credited = ev.credited(summary["invoice_id"])  # a trial extended after it was charged
+        day_text, invoice_id = trial_end.local.isoformat(), summary["invoice_id"]
+        rule = (
+            rule_sentence(label, invoice=invoice_id, what="the trial's end",
+                          timezone=ev.timezone, day=day_text)
+            if crossed
+            else rule_sentence(label, invoice=invoice_id, day=day_text)
+        )  # fmt: skip
         if trial_end.local >= end and total:  # the whole period lay inside the trial
             note += f"; its whole period is inside the trial, total {summary.get('total')}"
-            found.append(Candidate(label, summary["invoice_id"], note, cents=total - credited))
+            found.append(Candidate(label, invoice_id, note, cents=total - credited, rule=rule))
             continue
-        overrides = {"proration_start": trial_end.local.isoformat()}
-        found.append(Candidate(label, summary["invoice_id"], note, overrides, credited=credited))
+        overrides = {"proration_start": day_text}
+        found.append(Candidate(label, invoice_id, note, overrides, credited=credited, rule=rule))
     return found
 
 
@@ -484,7 +538,13 @@ def coupon_not_applied(ev: Evidence) -> list[Candidate]:
                 f"from {summary.get('period_start')}, but {summary['invoice_id']} has no coupon"
             )
             overrides = {"coupon_code": coupon["code"]}
-            found.append(Candidate("coupon_not_applied", summary["invoice_id"], note, overrides))
+            rule = rule_sentence(
+                "coupon_not_applied", invoice=summary["invoice_id"],
+                start=summary.get("period_start"), coupon=coupon["code"],
+            )  # fmt: skip
+            found.append(
+                Candidate("coupon_not_applied", summary["invoice_id"], note, overrides, rule=rule)
+            )
     return found
 
 
@@ -536,7 +596,11 @@ def usage_overage_miscalculated(ev: Evidence) -> list[Candidate]:
             overrides = {"plan_id": plan["plan_id"]}
         else:
             continue
-        found.append(Candidate("usage_overage_miscalculated", invoice_id, note, overrides))
+        label = "usage_overage_miscalculated"
+        parts = [str(p) for p in counted] or [str(units)]
+        text = " + ".join(parts) + (f" = {sum(counted)}" if len(parts) > 1 else "")
+        rule = rule_sentence(label, invoice=invoice_id, start=start.isoformat(), units=text)
+        found.append(Candidate(label, invoice_id, note, overrides, rule=rule))
     return found
 
 
@@ -587,11 +651,17 @@ def currency_conversion_error(ev: Evidence, *, sweep: bool = False) -> list[Cand
         note += f", {why}" if why else f"; checked against the rate of its issue day {issue_day}"
         overrides = {"fx_rate_date": issued}
         shown = f"the rate of the last business day before {issue_day}" if weekend else None
+        form = "weekend" if weekend else "issue_day" if issued == issue_day else "rate_lock"
+        rule = rule_sentence(
+            "currency_conversion_error", form, invoice=summary["invoice_id"],
+            day=issued if form == "rate_lock" else issue_day,
+        )  # fmt: skip
         found.append(
             Candidate(
-                "currency_conversion_error", summary["invoice_id"], note, overrides, shown=shown
+                "currency_conversion_error", summary["invoice_id"], note, overrides, shown=shown,
+                rule=rule,
             )
-        )
+        )  # fmt: skip
     return found
 
 

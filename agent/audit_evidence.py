@@ -30,6 +30,7 @@ class Candidate:
     shown: str | None = None  # the recompute in words, where an override's value is printed
     # nowhere but in the recompute's own echo (a weekend's Friday rate date)
     credited: int = 0  # already returned by earlier credit notes: netted from the difference
+    rule: str = ""  # the billing rule the engine applies here, stated (`env.engine.rules`)
 
     def owed(self, difference: int | None) -> int | None:
         """What a recompute's `difference` leaves owed after earlier credits; None if nothing."""

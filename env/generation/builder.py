@@ -488,9 +488,9 @@ class WorldBuilder:
             fixed = lookalikes_usage.draw_correction(
                 self.rng, self.difficulty, story, start, end, level
             )
-            if fixed is not None:  # reported once, corrected by as much again: billed twice
-                units = 2 * fixed[0]
-                story.usage_corrections[start] = fixed
+            if fixed is not None:  # reported in part, corrected by a late batch: billed whole
+                units = fixed[0] + fixed[1]
+                story.usage_corrections[start] = fixed[1:]
         story.usage[start] = units
         story.sub.usage.append((start.isoformat(), end.isoformat(), units))
         self.split_usage(story)

@@ -22,6 +22,7 @@ from env.generation.decoys import add_decoys
 from env.generation.faults import builder_for
 from env.generation.faults.base import FaultOutcome, call
 from env.generation.freeze import freeze
+from env.generation.rule_text import rule_text
 from env.generation.splits import TWIN_SPLITS, split_assignment
 from env.generation.story import Story
 from env.generation.twin_moves import move_fault, moved_summary, wrong_fields
@@ -236,6 +237,11 @@ def open_dispute(b: WorldBuilder) -> str:
             opened_at = local_to_utc(opened_day, b.work_time(), tz)
             if opened_at > latest:
                 continue
+        renewals = [s.period(s.periods)[0] for s in b.stories if _billing(s)]
+        if renewals:  # past the window: the customer writes after the next renewal's invoice
+            opened_day = max(min(renewals), late) + days(b.rng.randint(*DISPUTE_DAYS))
+            opened_at = local_to_utc(opened_day, b.work_time(), tz)
+            continue
         opened_at = utc_stamp(_moment(latest) + timedelta(minutes=b.rng.randint(30, 600)))
     else:
         raise AssertionError(f"no dispute moment after every record ({opened_at})")
@@ -265,9 +271,14 @@ def _pending_rows(b: WorldBuilder, today: date) -> None:
             story.sub.status = "active"
 
 
+def _billing(story: Story) -> bool:
+    """An active subscription with no cancellation: it invoices every period."""
+    return story.sub.status == "active" and story.cancel_effective is None
+
+
 def _bill_until(b: WorldBuilder, story: Story, day: date) -> None:
     """Bills an active subscription's periods that start on or before `day`."""
-    if story.sub.status != "active" or story.cancel_effective is not None:
+    if not _billing(story):
         return
     assert b.draft is not None
     billed = {i.billed.period_start for i in b.draft.invoices if i.subscription_id == story.sub.id}
@@ -309,7 +320,8 @@ def reference_solution(
         call("list_invoices", customer_id=customer),
     ]
     read = [invoice.id for invoice in outcome.focus]
-    summary = outcome.summary
+    rules = rule_text(b, outcome, overcharges)  # the rule the engine applied, per invoice
+    summary = f"{outcome.summary} {rules}" if rules else outcome.summary
     cited = [i for i in disputed if i in read and i in summary]
     if outcome.label == "no_error" and disputed and not cited:
         if disputed[0] not in read:

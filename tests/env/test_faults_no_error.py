@@ -19,8 +19,8 @@ from env.generation.builder import WorldBuilder
 from env.generation.decoys import add_decoys
 from env.generation.faults.base import FaultOutcome
 from env.generation.faults.no_error import VARIANTS
-from env.generation.generator import generate, reference_solution
 from env.generation.freeze import freeze
+from env.generation.generator import generate, reference_solution
 from env.ledger_env import LedgerEnv
 from env.scenario import Scenario, Truth, reveal_truth
 from tests.env.conftest import query

@@ -18,9 +18,9 @@ from env.engine.calendar import utc_date, utc_to_local_date
 from env.engine.money import parse_amount
 from env.generation.builder import WorldBuilder
 from env.generation.faults.timezone import is_west, timezone_period_boundary
+from env.generation.freeze import freeze
 from env.generation.generator import generate
 from env.generation.splits import split_assignment, split_seeds
-from env.generation.freeze import freeze
 from env.labels import HELDOUT_LABEL
 from env.scenario import Scenario, reveal_truth
 from tests.env.fault_support import LEVELS, Tools, check_reference, unwarranted_overcharge
