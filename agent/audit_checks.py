@@ -282,7 +282,10 @@ def _in_force(
         if event.kind != kind:
             continue
         waits = event.details.get("effective") in ("next_period", "at_period_end")
-        named = _named_date(event)  # a change that names its own date counts from that date
+        # a change that names its own date counts from that date; a scheduled one whose start
+        # the customer moved later (`plan_change_start_moved`), from that start
+        moved = _moved_start(event, events) if waits and kind == "plan_changed" else None
+        named = _named_date(event) or moved
         if named is not None:
             counts = named <= (start if kind == "seats_changed" else through)
         else:

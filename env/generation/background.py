@@ -32,6 +32,7 @@ from env.generation.lookalikes_plans import (
     backdated_effective,
     deferred_seats,
     log_change,
+    moved_scheduled,
     moved_start,
     withdrawn_plan_change,
 )
@@ -115,7 +116,8 @@ def decorate_second(b: WorldBuilder, plans: dict[str, Plan]) -> tuple[Story, lis
         start, end = story.period(k)
         story.plan_changes.append((end, swap))
         day = start + days(b.rng.randint(2, (end - start).days - 3))
-        _plan_change(b, story, day, swap, "at_period_end")
+        asked = _plan_change(b, story, day, swap, "at_period_end")
+        moved_scheduled(b, story, k, swap, asked)  # its start moved a period or two later
         features.append("scheduled_downgrade")
     if fixed:  # a prorated last period could fall below the amount off
         return story, features
@@ -385,7 +387,8 @@ def _swap_plan(plan: Plan, plans: dict[str, Plan]) -> Plan | None:
     return plans.get(key) if key else None
 
 
-def _plan_change(b: WorldBuilder, story: Story, day: date, to: Plan, effective: str) -> None:
+def _plan_change(b: WorldBuilder, story: Story, day: date, to: Plan, effective: str) -> str:
+    """Logs a plan change; returns the moment it was logged."""
     logged, moved = day, None
     if effective == "immediately":  # now and then agreed with sales and backdated, or moved
         day, logged, effective = backdated_effective(b, story, day)
@@ -394,9 +397,8 @@ def _plan_change(b: WorldBuilder, story: Story, day: date, to: Plan, effective: 
     before = story.plan_at((moved or day) - timedelta(days=1))
     details = {"from_plan_id": before.id, "to_plan_id": to.id, "effective": effective}
     if effective == "at_period_end":
-        story.event(logged, b.work_time(), "plan_changed", details)
-    else:
-        log_change(b, story, logged, details, moved or day)
+        return story.event(logged, b.work_time(), "plan_changed", details)
+    return log_change(b, story, logged, details, moved or day)
 
 
 def _cancel(b: WorldBuilder, story: Story) -> bool:

@@ -47,6 +47,7 @@ ZERO_ALLOWANCE_RATE = 0.2  # Growth plans with no included units (pay as you go)
 SPIKE_RATE = 0.12  # finished periods with a usage spike (a launch, a batch job), any class
 SPIKE = (2.2, 3.0)  # a spike's volume, in units of the customer's usual level
 FAILED_ATTEMPT_RATE = 0.12  # a declined first attempt and a successful retry
+RUN_LAG = (10, 180)  # minutes from a trial's end to the billing run issuing its first charge
 
 
 def _parse(stamp: str) -> datetime:
@@ -399,6 +400,7 @@ class WorldBuilder:
         at = self.work_time()
         sub.started_at = story.event(start, at, "created", {"plan_id": plan.id, "seats": seats})
         if story.trial_end is not None:
+            story.run_lag = self.rng.randint(*RUN_LAG)  # the billing run, minutes later
             details: dict[str, object] = {"trial_days": length}
             if length != plan.trial_days:
                 details.update(standard_trial_days=plan.trial_days, extended=True)
@@ -575,10 +577,11 @@ class WorldBuilder:
         """Renewals happen at the subscription's local time of day on the period start; the
         first period at creation, a trial's first paid period when trial_ended was logged."""
         day = story.issue_day(k)
-        if story.trial_end is not None and day == story.trial_end:
+        start, end = story.period(k)
+        if story.trial_end is not None and start < story.trial_end < end:
             ended = [e.occurred_at for e in story.sub.events if e.type == "trial_ended"]
-            if ended:
-                return ended[-1]
+            if ended:  # the billing run after the trial's end (`Story.run_lag`)
+                return story.run_stamp(ended[-1])
         if k == 0:
             return story.sub.started_at
         return local_to_utc(day, story.time_of_day(), story.timezone)

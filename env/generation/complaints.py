@@ -254,6 +254,29 @@ def _last_owed(draft: WorldDraft, unwarranted: Invoice) -> Invoice | None:
     return max(earlier, key=lambda i: i.billed.period_start, default=None)
 
 
+def _overage(invoice: Invoice) -> bool:
+    return (invoice.billed.usage_units or 0) > invoice.billed.plan.included_units
+
+
+FITS = {  # what an invoice must bill for a complaint of this class to be about it
+    "usage_overage_miscalculated": _overage,
+    "wrong_tax_rate": lambda i: i.billed_amounts().tax_cents > 0,
+    "tax_exempt_charged": lambda i: i.billed_amounts().tax_cents > 0,
+    "seat_count_mismatch": lambda i: i.billed.plan.per_seat,
+    "coupon_not_applied": lambda i: i.billed.coupon is None,
+}
+
+
+def _fits(source: str, invoices: Sequence[Invoice]) -> list[Invoice]:
+    """The invoices a complaint of `source`'s class can be about (an overage where it names
+    overage, tax where it names tax, seats on a per-seat plan): L2 and L3 quote one of them,
+    so a guessed or blamed cause stays coherent with the invoice named; all where none fits."""
+    test = FITS.get(source)
+    fitting = [i for i in invoices if test is None or test(i)]
+    paid = [i for i in fitting if i.billed_amounts().total_cents > 0]
+    return fitting if paid else list(invoices)
+
+
 def _payable(invoices: Sequence[Invoice]) -> list[Invoice]:
     """The invoices a complaint may quote: those with something to pay (a trial's 0.00 invoice
     has no tax, payment or price to dispute)."""
@@ -289,11 +312,12 @@ def render_complaint(
     if CUE_LOG is not None:
         CUE_LOG.append(list(cues.plausible))
     source, level = choose_source(b, outcome, cues)
-    named = outcome.focus[0] if b.difficulty == "L1" else b.pick(_payable(draft.invoices))
+    issued = [i for i in draft.invoices if i.correct is not None]  # a twin has them all
+    named = outcome.focus[0] if b.difficulty == "L1" else b.pick(_payable(_fits(source, issued)))
     if named.correct is None:  # an invoice no correct system issues (its twin has none)
         named, source, level = _instead_of(b, outcome, named, (source, level))
     if named.billed_amounts().total_cents <= 0:  # no tax, payment or price on a 0.00 invoice
-        named = b.pick(_payable(draft.invoices))
+        named = b.pick(_payable(issued))
     extra: dict[str, Any] = outcome.slots
     slots = {"company": b.customer.company, **cues.slots}
     slots.update({k: v for k, v in extra.items() if isinstance(v, str) and k not in _INVOICE_KEYS})

@@ -71,15 +71,13 @@ def rate_lock(b: WorldBuilder, story: Story) -> None:
     unlocked."""
     if b.customer.currency == "USD" or b.rng.random() >= RATE_LOCK_RATE[b.difficulty]:
         return
-    first_paid = 1 if story.trial_end is not None else 0
     issues = [story.issue_day(k) for k in range(story.periods)]
-    room = [
-        k for k in range(first_paid, story.periods) if fx_day(issues[k]).isoformat() not in b.fx
-    ]
+    # every paid period, the first one too (a trial's, issued at its end: world v6)
+    room = [k for k in range(story.periods) if fx_day(issues[k]).isoformat() not in b.fx]
     if len(room) < 2:  # another paid period stays unlocked (a fault's victim needs one)
         return
     count = b.rng.randint(1, min(3, len(room) - 1))  # as `faults.common.victim_count` at L2/L3
-    head = b.pick(room)
+    head = b.pick(off_start(b, story, room))  # drawn as the fault draws its victims
     run = [head]
     while len(run) < count and run[-1] + 1 in room:
         run.append(run[-1] + 1)
@@ -97,6 +95,18 @@ def rate_lock(b: WorldBuilder, story: Story) -> None:
     until = min(issues[last] + days(b.rng.randint(*LOCK_TAIL_DAYS)), after)
     window = (max(day, before).isoformat(), until.isoformat())
     b.customer.fx_lock = (story.sub.id, day.isoformat(), *window)
+
+
+OFF_DAY_SHARE = 0.9  # runs drawn among periods whose right fx date is not their start
+
+
+def off_start(b: WorldBuilder, story: Story, ks: list[int]) -> list[int]:
+    """The periods a run of conversions at another day's rate is drawn from, the fault's and
+    the rate lock's alike: mostly those whose right fx date already is not the period start (a
+    weekend start, a trial's end), so the other date adds no invoice whose fx date differs
+    from its start (design §1.2: a value the correct world records too)."""
+    off = [k for k in ks if fx_day(story.issue_day(k)) != story.period(k)[0]]
+    return off if off and b.rng.random() < OFF_DAY_SHARE else ks
 
 
 def locked_periods(b: WorldBuilder, story: Story) -> set[int]:

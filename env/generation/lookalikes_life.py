@@ -134,10 +134,12 @@ def charge_before_extension(
     story.trial_end = t0
     inputs = story.inputs(0, b)
     zero = story.trial_inputs(b)
+    first_ended = story.run_stamp(  # the billing run after the first end
+        min(e.occurred_at for e in story.sub.events if e.type == "trial_ended")
+    )
     story.trial_end = t1
     if story.trial_invoice is not None:  # issued at signup, before anyone extended it
         story.trial_invoice.billed = story.trial_invoice.correct = zero
-    first_ended = min(e.occurred_at for e in story.sub.events if e.type == "trial_ended")
     start = story.period(0)[0]
     old = [i for i in b.draft.invoices if i.subscription_id == story.sub.id]
     old = [i for i in old if i.billed.period_start == start and i is not story.trial_invoice]

@@ -124,10 +124,11 @@ def test_the_changed_tax_rate_is_the_rate_in_force_on_each_invoice() -> None:
         rates = []
         for focus in outcome.focus[:2]:
             invoice = tools.invoice(focus.id)
-            lookup = tools(
+            tz = tools("get_customer", customer_id=scenario.customer_id)["timezone"]
+            lookup = tools(  # the rate in force on the invoice's local issue day
                 "get_tax_rate",
                 jurisdiction=invoice["tax"]["jurisdiction"],
-                date=invoice["period_start"],
+                date=utc_to_local_date(invoice["issued_at"], tz).isoformat(),
             )
             assert lookup["rate"] == invoice["tax"]["rate"]
             rates.append(invoice["tax"]["rate"])

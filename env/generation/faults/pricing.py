@@ -28,7 +28,7 @@ from env.generation.faults.common import (
     unbilled_story,
     victim_count,
 )
-from env.generation.lookalikes_fx import locked_periods, stale_day
+from env.generation.lookalikes_fx import locked_periods, off_start, stale_day
 from env.generation.lookalikes_pay import fx_high_rate
 from env.generation.lookalikes_usage import QUIET, batch_share
 from env.generation.story import Story
@@ -410,7 +410,7 @@ def currency_conversion_error(b: WorldBuilder) -> FaultOutcome:
     by_start = invoices_by_start(invoices)
     locked = locked_periods(b, story)  # a contract rate's invoice is billed right (look-alike)
     allowed = [k for k in range(n) if k != jump and k not in locked]
-    run = _run(b, _victim_room(b, story, by_start, allowed))
+    run = _run(b, off_start(b, story, allowed))  # drawn as the rate lock's run
     # another recorded day's rate, inside the band every class's table keeps: an inverted rate
     # (once an L1 form) left every currency's band, a value no correct invoice records
     variant = "wrong_date"
@@ -452,20 +452,6 @@ def currency_conversion_error(b: WorldBuilder) -> FaultOutcome:
         traps=["fx_jump_billed_correctly"] if decoys else [],
         variant=variant,
     )
-
-
-OFF_DAY_SHARE = 0.9  # victims drawn among invoices whose right fx date is not their start
-
-
-def _victim_room(
-    b: WorldBuilder, story: Story, by_start: dict[date, Invoice], allowed: list[int]
-) -> list[int]:
-    """The periods a wrong-date run may hit: mostly those whose correct fx date already is not
-    the period start (a weekend start, a trial's end), so the wrong date adds no invoice whose
-    fx date differs from its start (design §1.2: a value the correct world records too)."""
-    starts = [story.period(k)[0] for k in range(story.periods)]
-    off = [k for k in allowed if by_start[starts[k]].billed.fx_rate_date != starts[k]]
-    return off if off and b.rng.random() < OFF_DAY_SHARE else allowed
 
 
 def _issue_day(invoice: Invoice) -> str:
