@@ -218,7 +218,28 @@ def all_gates(
     for level in PAIR_LEVELS if pair_rules else ():
         value, text = gate_value(pair_rules, level)
         gates.append(Gate(f"pair-rule precision {level}", PAIR_SAMPLE, value, PAIR_PRECISION, text))
+    if checks or pair_rules:
+        sharp = sharp_rules(checks, pair_rules)
+        text = "; ".join(sharp) or "-"
+        gates.append(Gate("sharp one-comparison rules L2/L3", "train", len(sharp), MAX_SHARP, text))
     return gates
+
+
+MAX_SHARP = 2  # issue 39: at most two one-comparison rules this precise may remain
+
+
+def sharp_rules(checks: Sequence[CheckResult], pair_rules: Sequence[PairRule]) -> list[str]:
+    """The one-comparison rules (catalogue checks and pair-rules) that name a faulted class at
+    L2 or L3 with precision above the bound and support >= 1% of train (the held-out class
+    scored with the heldout split), each (class, rule) once."""
+    found = set()
+    for check in checks:
+        for level in CHECK_LEVELS:
+            scored = check.best[f"train {level}"]
+            if scored.label != "-" and scored.precision > CHECK_PRECISION:
+                found.add(f"{scored.label}: {check.name}")
+    found |= {f"{r.label}: {r.pair}" for r in pair_rules if r.breaks_gate}
+    return sorted(found)
 
 
 def gate_failures(

@@ -299,13 +299,16 @@ class WorldBuilder:
 
     def raise_fx(self, day: date, rate: Fraction) -> bool:
         """A day whose rate is unusually high (a look-alike, a fault's near miss): the path is
-        raised to `rate` around it (`FxPath.raise_to`) before anything records its days; False
-        where a recorded day lies on the ramp (nothing changes)."""
+        raised to `rate` around it (`FxPath.raise_to`) before anything records its days, and
+        the day is recorded; False where a recorded day lies on the ramp (nothing changes)."""
         assert self.fx_path is not None
         if day.isoformat() in self.fx:
             return False
         recorded = {date.fromisoformat(d) for d in self.fx}
-        return self.fx_path.raise_to(day, rate / self.fx_base() - 1, recorded)
+        if not self.fx_path.raise_to(day, rate / self.fx_base() - 1, recorded):
+            return False
+        self._record_fx(day, self.path_rate(day))  # the table holds it from now on
+        return True
 
     def _record_fx(self, day: date, rate: Fraction) -> None:
         assert self.draft is not None

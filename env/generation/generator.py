@@ -22,6 +22,7 @@ from env.generation.decoys import add_decoys
 from env.generation.faults import builder_for
 from env.generation.faults.base import FaultOutcome, call
 from env.generation.freeze import freeze
+from env.generation.lookalikes_life import coupon_at_end
 from env.generation.rule_text import rule_text
 from env.generation.splits import TWIN_SPLITS, split_assignment
 from env.generation.story import Story
@@ -246,6 +247,8 @@ def open_dispute(b: WorldBuilder) -> str:
     else:
         raise AssertionError(f"no dispute moment after every record ({opened_at})")
     _pending_rows(b, utc_to_local_date(opened_at, tz))
+    for story in b.stories:  # a coupon the clock removed where a canceled service ended
+        coupon_at_end(b, story, utc_to_local_date(opened_at, tz))
     for story in b.stories:  # recent changes the next invoice will carry, in every class
         pending_changes(b, story, opened_at)
         if story.sub.status == "active" and story.cancel_effective is None:

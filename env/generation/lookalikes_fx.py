@@ -72,8 +72,14 @@ def rate_lock(b: WorldBuilder, story: Story) -> None:
     if b.customer.currency == "USD" or b.rng.random() >= RATE_LOCK_RATE[b.difficulty]:
         return
     issues = [story.issue_day(k) for k in range(story.periods)]
-    # every paid period, the first one too (a trial's, issued at its end: world v6)
-    room = [k for k in range(story.periods) if fx_day(issues[k]).isoformat() not in b.fx]
+    # every paid period, the first one too (a trial's, issued at its end: world v6), unless a
+    # trial extended after its first charge may still reissue it at its first end
+    moving = {0} if story.trial_end_before is not None else set()
+    room = [
+        k
+        for k in range(story.periods)
+        if k not in moving and fx_day(issues[k]).isoformat() not in b.fx
+    ]
     if len(room) < 2:  # another paid period stays unlocked (a fault's victim needs one)
         return
     count = b.rng.randint(1, min(3, len(room) - 1))  # as `faults.common.victim_count` at L2/L3

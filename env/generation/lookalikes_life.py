@@ -255,3 +255,24 @@ def signup_zero(b: WorldBuilder, story: Story) -> None:
     if covered != end:
         shorter = replace(zero.billed, period_end=covered, proration_start=covered)
         zero.billed = zero.correct = shorter
+
+
+def coupon_at_end(b: WorldBuilder, story: Story, today: date) -> None:
+    """World v6, the twin of `billed_after_cancellation`'s extra period: a subscription whose
+    cancellation took effect by the dispute, its coupon still on, has it removed by the clock
+    where its service ended (`coupon_removed`, reason `subscription_ended`): a coupon removed
+    after a confirmed cancellation, billed correctly (no invoice after it). No draw."""
+    end, coupon = story.cancel_effective, story.coupon
+    if end is None or coupon is None or end > today or story.sub.status != "canceled":
+        return
+    assert b.draft is not None
+    removed = [e for e in story.sub.events if e.type == "coupon_removed"]
+    billed_on = [  # an invoice after the end: billing never processed it (a fault)
+        i
+        for i in b.draft.invoices
+        if i.subscription_id == story.sub.id and i.billed.period_start >= end
+    ]
+    if removed or billed_on or not story.coupon_applies(story.periods - 1):
+        return
+    details = {"coupon_code": coupon.code, "reason": "subscription_ended"}
+    story.event(end, time(0, 0), "coupon_removed", details)
