@@ -208,16 +208,22 @@ def all_gates(
         scored = (worst_token.train, worst_token.test)[i]
         text = f"{scored.label}: {worst_token.token}"
         gates.append(Gate("token precision", sample, scored.precision, TOKEN_PRECISION, text))
+    # world v6 (issue 39): the most precise check and pair-rule per level are shown with their
+    # margins; what fails the probe is more than MAX_SHARP of them past the bound (`sharp_rules`)
     for sample in SIGNAL_SAMPLES if checks else ():
         for level in CHECK_LEVELS:
             worst_check = max(checks, key=lambda c: c.gate_value(sample, level))
             label = worst_check.best[f"{sample} {level}"].label
             value = worst_check.gate_value(sample, level)
             text = f"{label}: {worst_check.name}"
-            gates.append(Gate(f"check precision {level}", sample, value, CHECK_PRECISION, text))
+            gates.append(
+                Gate(f"check precision {level}", sample, value, CHECK_PRECISION, text, True)
+            )
     for level in PAIR_LEVELS if pair_rules else ():
         value, text = gate_value(pair_rules, level)
-        gates.append(Gate(f"pair-rule precision {level}", PAIR_SAMPLE, value, PAIR_PRECISION, text))
+        gates.append(
+            Gate(f"pair-rule precision {level}", PAIR_SAMPLE, value, PAIR_PRECISION, text, True)
+        )
     if checks or pair_rules:
         sharp = sharp_rules(checks, pair_rules)
         text = "; ".join(sharp) or "-"
@@ -234,10 +240,11 @@ def sharp_rules(checks: Sequence[CheckResult], pair_rules: Sequence[PairRule]) -
     scored with the heldout split), each (class, rule) once."""
     found = set()
     for check in checks:
-        for level in CHECK_LEVELS:
-            scored = check.best[f"train {level}"]
-            if scored.label != "-" and scored.precision > CHECK_PRECISION:
-                found.add(f"{scored.label}: {check.name}")
+        for sample in SIGNAL_SAMPLES:
+            for level in CHECK_LEVELS:
+                scored = check.best[f"{sample} {level}"]
+                if scored.label != "-" and scored.precision > CHECK_PRECISION:
+                    found.add(f"{scored.label}: {check.name}")
     found |= {f"{r.label}: {r.pair}" for r in pair_rules if r.breaks_gate}
     return sorted(found)
 
@@ -326,7 +333,8 @@ def print_gates(gates: Sequence[Gate]) -> None:
     for g in gates:
         print(
             f"| {g.name:<38} | {g.sample:<10} | {g.value:>5.2f} | {g.bound:>5.2f} "
-            f"| {g.margin:>+6.2f} | {g.worst[:60]:<60} | {'pass' if g.holds else 'FAIL':<6} |"
+            f"| {g.margin:>+6.2f} | {g.worst[:60]:<60} "
+            f"| {'counted' if g.counted else 'pass' if g.holds else 'FAIL':<6} |"
         )
 
 

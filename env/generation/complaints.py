@@ -258,6 +258,11 @@ def _overage(invoice: Invoice) -> bool:
     return (invoice.billed.usage_units or 0) > invoice.billed.plan.included_units
 
 
+def _usage(invoice: Invoice) -> bool:
+    metered = invoice.billed.plan.overage_unit_price_cents > 0
+    return metered and invoice.billed.usage_units is not None
+
+
 FITS = {  # what an invoice must bill for a complaint of this class to be about it
     "usage_overage_miscalculated": _overage,
     "wrong_tax_rate": lambda i: i.billed_amounts().tax_cents > 0,
@@ -271,10 +276,13 @@ def _fits(source: str, invoices: Sequence[Invoice]) -> list[Invoice]:
     """The invoices a complaint of `source`'s class can be about (an overage where it names
     overage, tax where it names tax, seats on a per-seat plan): L2 and L3 quote one of them,
     so a guessed or blamed cause stays coherent with the invoice named; all where none fits."""
-    test = FITS.get(source)
-    fitting = [i for i in invoices if test is None or test(i)]
-    paid = [i for i in fitting if i.billed_amounts().total_cents > 0]
-    return fitting if paid else list(invoices)
+    tests = [FITS[source]] if source in FITS else []
+    tests += [_usage] if source == "usage_overage_miscalculated" else []  # else some usage
+    for test in tests:
+        fitting = [i for i in invoices if test(i)]
+        if any(i.billed_amounts().total_cents > 0 for i in fitting):
+            return fitting
+    return list(invoices)
 
 
 def _payable(invoices: Sequence[Invoice]) -> list[Invoice]:

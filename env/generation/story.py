@@ -192,15 +192,21 @@ class Story:
             k += 1
         return self.period(k)[1]
 
+    def run_stamp_on(self, ended: str) -> str:
+        """`run_lag` minutes after `ended`, never past the local midnight after it (a charge
+        whose day was fixed before the run)."""
+        at = self.time_of_day()
+        lag = min(self.run_lag, max(0, 24 * 60 - 1 - at.hour * 60 - at.minute))
+        moment = datetime.strptime(ended, "%Y-%m-%dT%H:%M:%SZ") + timedelta(minutes=lag)
+        return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
     def run_stamp(self, ended: str) -> str:
         """When the first paid invoice is issued: `run_lag` minutes after `trial_ended`, before
         midnight where the next day would leave its period."""
-        at = self.time_of_day()
-        lag = self.run_lag
         if not self.run_crosses():
-            lag = min(lag, max(0, 24 * 60 - 1 - at.hour * 60 - at.minute))
-        moment = datetime.strptime(ended, "%Y-%m-%dT%H:%M:%SZ") + timedelta(minutes=lag)
-        return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+            return self.run_stamp_on(ended)
+        moment = datetime.strptime(ended, "%Y-%m-%dT%H:%M:%SZ")
+        return (moment + timedelta(minutes=self.run_lag)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
     def coupon_applies(self, k: int) -> bool:
         coupon = self.coupon
