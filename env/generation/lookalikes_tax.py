@@ -19,12 +19,12 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Sequence
-from datetime import date, timedelta
+from datetime import date, time, timedelta
 from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Protocol
 
-from env.engine.calendar import days, utc_to_local_date
+from env.engine.calendar import days, local_to_utc, utc_to_local_date
 from env.engine.money import parse_rate
 
 if TYPE_CHECKING:
@@ -71,7 +71,7 @@ EXTRA_CERTIFICATE_RATE = 1.0  # of customers the builder gave none: all, as the 
 # customer existed, a quarter to four years long; drawn ones run half a year to three years
 CERTIFICATE_DAYS = (90, 1461)
 DRAWN_CERTIFICATE_DAYS = (180, 1095)
-CERTIFICATE_START_DAYS = 150  # a drawn certificate is filed within this many days of signup
+CERTIFICATE_START_DAYS = 30  # a drawn certificate is filed within this many days of signup
 
 
 def customer_day(b: TaxWorld) -> date:
@@ -81,7 +81,8 @@ def customer_day(b: TaxWorld) -> date:
 
 
 def drawn_window(b: TaxWorld, rng: random.Random) -> tuple[str, str]:
-    """A background certificate's window: filed after signup, valid for a realistic span."""
+    """A background certificate's window: filed at signup or soon after (as
+    `tax_exempt_charged`'s covers the first invoices), valid for a realistic span."""
     start = customer_day(b) + days(rng.randint(0, CERTIFICATE_START_DAYS))
     end = start + days(rng.randint(*DRAWN_CERTIFICATE_DAYS))
     return start.isoformat(), end.isoformat()
@@ -358,11 +359,11 @@ def certificate_not_left(b: TaxWorld) -> None:
     issued = [(utc_to_local_date(i.issued_at, c.timezone).isoformat(), i) for i in b.draft.invoices]
     # nor one rightly taxed there after the move (a service site's, `lookalikes_supply`)
     there = [d for d, i in issued if i.correct and i.correct.tax_jurisdiction == previous]
-    if (
-        eve >= customer_day(b)
-        and not any(day == window[0] for day, _ in issued)
-        and not any(window[0] <= day < window[1] for day in there)
+    if not any(day == window[0] for day, _ in issued) and not any(
+        window[0] <= day < window[1] for day in there
     ):
         c.exemption = (c.exemption[0], *window)
+        if eve < customer_day(b):  # a customer who moved: on record from before the move
+            c.created_at = min(c.created_at, local_to_utc(eve, time(10, 0), c.timezone))
     else:  # nowhere to put it: it covered no invoice, so the world bills the same without it
         c.exemption = None
