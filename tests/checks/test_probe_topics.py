@@ -12,8 +12,10 @@ from functools import cache
 from checks.probe_topics import (
     GENERIC,
     Case,
+    TopicRow,
     cases_of,
     gates_of,
+    outside_band,
     plausible_classes,
     topic_of,
 )
@@ -59,7 +61,14 @@ def test_topics_that_never_name_their_class_break_the_lower_bound() -> None:
         shifted.append((label, level, complaint, plausible))
     gates = {g[0]: g for g in gates_of("train", shifted)}
     assert gates["topic/chance L2 below 0.5x"][2] > 0  # value above its bound 0: broken
-    assert gates["topic/chance L2 per topic, beyond noise"][2] > 0
+
+
+def test_a_topic_far_from_chance_beyond_its_noise_breaks_the_per_topic_band() -> None:
+    never = TopicRow("wrong_tax_rate", 400, 0, 0.1)  # 0 of 400 where chance gives 40
+    always = TopicRow("coupon_not_applied", 400, 200, 0.1)  # 5x chance
+    near = TopicRow("seat_count_mismatch", 40, 2, 0.1)  # 0.5x, but 40 complaints: noise
+    assert outside_band([never])[0] > 0.4 and outside_band([always])[0] > 2
+    assert outside_band([near]) == (0.0, "seat_count_mismatch 0.50x (2/40)")
 
 
 def test_a_complaint_naming_an_invoice_names_one_that_bills_what_it_is_about() -> None:
