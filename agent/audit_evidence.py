@@ -30,6 +30,7 @@ class Candidate:
     shown: str | None = None  # the recompute in words, where an override's value is printed
     # nowhere but in the recompute's own echo (a weekend's Friday rate date)
     credited: int = 0  # already returned by earlier credit notes: netted from the difference
+    rule: str = ""  # the billing rule the engine applies here, stated (`env.engine.rules`)
 
     def owed(self, difference: int | None) -> int | None:
         """What a recompute's `difference` leaves owed after earlier credits; None if nothing."""
@@ -129,15 +130,26 @@ class Evidence:
         return False
 
     def kept(self, payments: list[Json]) -> int:
-        """What the customer keeps on account of these payments (`get_customer`'s
-        `account_credit`), not owed back."""
+        """Of these payments' overpayment, what the customer keeps on account and is not owed
+        back (`get_customer`'s `account_credit`): the amount kept, less what billing should
+        have applied to the invoices issued after it (each up to its total) and did not
+        (`list_payments` rows whose `applied_from` names the kept payment)."""
         kept = mapping(self.customer.get("account_credit"))
         payment = kept.get("payment_id")
-        if not isinstance(payment, str) or not any(
-            p.get("payment_id") == payment for p in payments
-        ):
+        source = [p for p in payments if p.get("payment_id") == payment]
+        if not isinstance(payment, str) or not source:
             return 0
-        return cents(kept.get("amount")) or 0
+        amount = cents(kept.get("amount")) or 0
+        moment = str(source[0].get("paid_at"))
+        later = sum(
+            cents(s.get("total")) or 0 for s in self.invoices if str(s.get("issued_at")) > moment
+        )
+        applied = sum(
+            cents(p.get("amount")) or 0
+            for p in self.payments
+            if p.get("applied_from") == payment and p.get("status") == "succeeded"
+        )
+        return amount - min(amount, later) + applied
 
     def credited(self, invoice_id: str) -> int:
         """What earlier credit notes already returned on an invoice (0 if not fetched)."""

@@ -35,6 +35,7 @@ class Finding:
     invoice_id: str
     cents: int
     note: str
+    rule: str = ""  # the billing rule behind it, as `env.engine.rules` states it
 
 
 class Audit:
@@ -161,7 +162,9 @@ class Audit:
             return []
         if candidate.overrides is None:
             amount = candidate.cents or 0  # findings refuse 0.00: such a hit is no overcharge
-            found = Finding(candidate.label, candidate.invoice_id, amount, candidate.note)
+            found = Finding(
+                candidate.label, candidate.invoice_id, amount, candidate.note, candidate.rule
+            )
             return [found] if amount > 0 else []
         credits = len({f.invoice_id for f in findings} | {candidate.invoice_id})
         if self.left < 1 + credits + 1:  # this recompute, a credit per invoice, the report
@@ -178,7 +181,7 @@ class Audit:
             f"against billed {result.get('billed_total')}, difference {result.get('difference')} "
             f"{result.get('currency', '')}"
         )
-        return [Finding(candidate.label, candidate.invoice_id, difference, note)]
+        return [Finding(candidate.label, candidate.invoice_id, difference, note, candidate.rule)]
 
     # 3. credit and report ------------------------------------------------------------------
     def report(self, evidence: Evidence, findings: list[Finding]) -> Generator[ToolCall, str, None]:
@@ -205,7 +208,8 @@ class Audit:
         affected = [
             {"invoice_id": i, "overcharge_amount": format_cents(f.cents)} for i, f in chosen.items()
         ]
-        summary = _clip(f"{label}: " + "; ".join(f.note for f in chosen.values()) + ".")
+        rules = "".join(f"{f.rule} " for f in chosen.values() if f.rule)  # first: never clipped
+        summary = _clip(f"{label}: {rules}" + "; ".join(f.note for f in chosen.values()) + ".")
         yield from self.ask(
             "submit_findings", root_cause=label, affected_invoices=affected, summary=summary
         )

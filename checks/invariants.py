@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections import defaultdict
-from datetime import date
+from datetime import date, time
 from fractions import Fraction
 from itertools import pairwise
 
@@ -22,7 +22,7 @@ from checks.now import after_now_problems
 from checks.states import state_problems
 from checks.timeline import timeline_problems
 from env.engine.billing import compute_invoice, previous_period_start
-from env.engine.calendar import FxLock, fx_rate_day, utc_to_local_date
+from env.engine.calendar import FxLock, fx_rate_day, local_to_utc, utc_to_local_date
 from env.engine.money import parse_rate
 from env.engine.records import inputs_from_json
 from env.engine.supply import SupplySite, taxed_in
@@ -33,6 +33,7 @@ def world_problems(connection: sqlite3.Connection, faulted: set[str]) -> list[st
     world = _World(connection)
     problems: list[str] = []
     problems += world.causality()
+    problems += world.correction_times()
     problems += world.continuity(faulted)
     problems += timeline_problems(connection, world.local, faulted)
     problems += state_problems(connection, world.local)
@@ -81,6 +82,9 @@ class _World:
             (r[0], r[1]): r[2]
             for r in db.execute("SELECT subscription_id, period_end, units FROM usage_corrections")
         }
+        self.correction_stamps = db.execute(
+            "SELECT subscription_id, period_end, recorded_at FROM usage_corrections"
+        ).fetchall()
         self.sites: dict[str, SupplySite] = {  # a service site of a subscription's own (v6)
             r[0]: (r[1], r[2])
             for r in db.execute("SELECT subscription_id, jurisdiction, until FROM supply_sites")
@@ -134,6 +138,19 @@ class _World:
         stamps += [n["created_at"] for n in self.notes]
         if stamps and max(stamps) > opened:
             problems.append(f"a record is dated after the dispute opened ({opened})")
+        return problems
+
+    def correction_times(self) -> list[str]:
+        """A usage correction is recorded as real ones are (world v6): after its period ended
+        (local midnight) and before the invoice that bills it was issued."""
+        issued = {(r["subscription_id"], r["period_start"]): r["issued_at"] for r in self.invoices}
+        problems = []
+        for sub, end, recorded in self.correction_stamps:
+            opened = local_to_utc(date.fromisoformat(end), time(0, 0), self.tz)
+            bill = issued.get((sub, end))
+            if recorded < opened or (bill is not None and recorded >= bill):
+                problems.append(f"a usage correction of {sub} for the period to {end} is recorded"
+                                f" at {recorded}, not between its end and its invoice")  # fmt: skip
         return problems
 
     def _usage_parts(self, row: sqlite3.Row) -> list[int]:

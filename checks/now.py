@@ -20,12 +20,12 @@ STAMPS = (
     ("plan_prices", "announced_at"),
     ("customers", "created_at"),
     ("subscriptions", "started_at"),
+    ("usage_corrections", "recorded_at"),
 )
 DATES = (
     ("fx_rates", "date"),
     ("tax_rates", "effective_from"),
     ("usage_records", "period_start"),
-    ("usage_corrections", "recorded_at"),
     ("supply_sites", "until"),
 )
 

@@ -208,17 +208,45 @@ def all_gates(
         scored = (worst_token.train, worst_token.test)[i]
         text = f"{scored.label}: {worst_token.token}"
         gates.append(Gate("token precision", sample, scored.precision, TOKEN_PRECISION, text))
+    # world v6 (issue 39): the most precise check and pair-rule per level are shown with their
+    # margins; what fails the probe is more than MAX_SHARP of them past the bound (`sharp_rules`)
     for sample in SIGNAL_SAMPLES if checks else ():
         for level in CHECK_LEVELS:
             worst_check = max(checks, key=lambda c: c.gate_value(sample, level))
             label = worst_check.best[f"{sample} {level}"].label
             value = worst_check.gate_value(sample, level)
             text = f"{label}: {worst_check.name}"
-            gates.append(Gate(f"check precision {level}", sample, value, CHECK_PRECISION, text))
+            gates.append(
+                Gate(f"check precision {level}", sample, value, CHECK_PRECISION, text, True)
+            )
     for level in PAIR_LEVELS if pair_rules else ():
         value, text = gate_value(pair_rules, level)
-        gates.append(Gate(f"pair-rule precision {level}", PAIR_SAMPLE, value, PAIR_PRECISION, text))
+        gates.append(
+            Gate(f"pair-rule precision {level}", PAIR_SAMPLE, value, PAIR_PRECISION, text, True)
+        )
+    if checks or pair_rules:
+        sharp = sharp_rules(checks, pair_rules)
+        text = "; ".join(sharp) or "-"
+        gates.append(Gate("sharp one-comparison rules L2/L3", "train", len(sharp), MAX_SHARP, text))
     return gates
+
+
+MAX_SHARP = 2  # issue 39: at most two one-comparison rules this precise may remain
+
+
+def sharp_rules(checks: Sequence[CheckResult], pair_rules: Sequence[PairRule]) -> list[str]:
+    """The one-comparison rules (catalogue checks and pair-rules) that name a faulted class at
+    L2 or L3 with precision above the bound and support >= 1% of train (the held-out class
+    scored with the heldout split), each (class, rule) once."""
+    found = set()
+    for check in checks:
+        for sample in SIGNAL_SAMPLES:
+            for level in CHECK_LEVELS:
+                scored = check.best[f"{sample} {level}"]
+                if scored.label != "-" and scored.precision > CHECK_PRECISION:
+                    found.add(f"{scored.label}: {check.name}")
+    found |= {f"{r.label}: {r.pair}" for r in pair_rules if r.breaks_gate}
+    return sorted(found)
 
 
 def gate_failures(
@@ -305,7 +333,8 @@ def print_gates(gates: Sequence[Gate]) -> None:
     for g in gates:
         print(
             f"| {g.name:<38} | {g.sample:<10} | {g.value:>5.2f} | {g.bound:>5.2f} "
-            f"| {g.margin:>+6.2f} | {g.worst[:60]:<60} | {'pass' if g.holds else 'FAIL':<6} |"
+            f"| {g.margin:>+6.2f} | {g.worst[:60]:<60} "
+            f"| {'counted' if g.counted else 'pass' if g.holds else 'FAIL':<6} |"
         )
 
 

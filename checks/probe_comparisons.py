@@ -16,6 +16,12 @@ from datetime import date
 from fractions import Fraction
 
 from checks.probe_ledger import Bill, Ledger, cents, immediate, ledger_of, rate
+from checks.probe_shapes import (
+    coupon_removed_after_cancel,
+    first_paid_stale_fx,
+    first_paid_start_vs_issue_day,
+    plan_switch_without_event,
+)
 from env.engine.calendar import add_months, utc_date
 
 Check = Callable[[Ledger], frozenset[str]]
@@ -382,6 +388,10 @@ CATALOGUE: tuple[Comparison, ...] = (
     _c("invoice issue time vs subscription start", invoice_before_subscription),
     _c("recorded plan_change_date vs invoice issue day", change_after_issue),
     _c("payment time vs invoice issue time", payment_before_invoice),
+    _c("plan vs the previous invoice's, no plan event between", plan_switch_without_event, LEDGER),
+    _c("first paid invoice fx rate date vs its issue day's", first_paid_stale_fx, LEDGER),
+    _c("coupon_removed vs a confirmed cancellation before it", coupon_removed_after_cancel, LEDGER),
+    _c("first paid invoice charge start vs its issue day", first_paid_start_vs_issue_day, LEDGER),
 )  # fmt: skip
 CHECK_NAMES: tuple[str, ...] = tuple(c.name for c in CATALOGUE)
 

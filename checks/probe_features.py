@@ -27,6 +27,7 @@ from checks.probe_comparisons import fired_on
 from checks.probe_fingerprints import tokens_of
 from checks.probe_ledger import ledger_of
 from checks.probe_pairs import pair_features
+from checks.probe_topics import plausible_classes
 from env.cli import map_seeds
 from env.engine.money import parse_amount, parse_rate
 from env.generation.generator import generate
@@ -277,16 +278,24 @@ class Row:
     fired: dict[str, frozenset[str]] = field(default_factory=dict)  # check -> records it flags
     victims: frozenset[str] = frozenset()  # the overcharged invoices (truth, for scoring only)
     pairs: dict[str, float] = field(default_factory=dict)  # pair search: `pair|stat` -> value
+    plausible: frozenset[str] = frozenset()  # the classes a complaint could blame (topic chance)
 
 
 def row_of(split: str, seed: int) -> Row:
     scenario = generate.__wrapped__(split, seed)
+    db = sqlite3.connect(":memory:")
+    try:
+        db.deserialize(scenario.database)
+        plausible = plausible_classes(db)
+    finally:
+        db.close()
     return Row(
         scenario.scenario_id,
         reveal_truth(scenario).label,
         scenario.difficulty,
         scenario.complaint,
         features_of_database(scenario.database),
+        plausible=plausible,
     )
 
 
@@ -298,11 +307,12 @@ def deep_row_of(split: str, seed: int) -> Row:
     try:
         db.deserialize(scenario.database)
         features, tokens, led = _features(db), tokens_of(db), ledger_of(db)
+        plausible = plausible_classes(db)
     finally:
         db.close()
     return Row(
         scenario.scenario_id, truth.label, scenario.difficulty, scenario.complaint, features,
-        tokens, fired_on(led), frozenset(truth.overcharges), pair_features(led),
+        tokens, fired_on(led), frozenset(truth.overcharges), pair_features(led), plausible,
     )  # fmt: skip
 
 

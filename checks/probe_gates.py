@@ -28,6 +28,7 @@ class Gate:
     value: float
     bound: float
     worst: str  # what gives the value
+    counted: bool = False  # shown with its margin, judged by a count gate instead (issue 39)
 
     @property
     def margin(self) -> float:
@@ -35,7 +36,7 @@ class Gate:
 
     @property
     def holds(self) -> bool:
-        return self.value <= self.bound
+        return self.counted or self.value <= self.bound
 
 
 KNOWN_SLACK = 0.03  # sampling noise of a 100-scenario split is about +-0.05 at worst

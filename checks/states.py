@@ -120,7 +120,10 @@ def _apply(
             problems.append(f"{where} withdraws no scheduled change")
         state.scheduled = None
     elif kind == "plan_change_start_moved":
-        if details.get("to_plan_id") != state.plan:
+        waiting = state.scheduled is not None and state.scheduled[0] == details.get("to_plan_id")
+        if waiting and state.scheduled is not None:  # a scheduled change moved to a later start
+            state.scheduled = (state.scheduled[0], date.fromisoformat(details["starts"]))
+        elif details.get("to_plan_id") != state.plan:
             problems.append(f"{where} moves the start of a change not in force")
     elif kind == "seats_changed":
         state.seats = details.get("to_seats", state.seats)

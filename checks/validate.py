@@ -4,7 +4,8 @@ checks the world's invariants (`checks.invariants`, design §1.1) on its initial
 A scenario its own reference cannot solve is a generator bug, so every split must pass whole:
 credits, findings, no tool error, every overcharge shown by a read tool, a grounded success
 under the reward (every number in the summary traceable), nothing else written.
-Run: `python -m checks.validate --split eval` (or val, heldout; `--split train --limit 2000`).
+Run: `python -m checks.validate --split eval` (or val, heldout; `--split train --limit 2000`;
+`--split eval-twins` also diffs each twin against its scenario, `checks.twin_diff`).
 Prints each failure with its reasons, then `passed/total`; exits 1 on any failure.
 """
 
@@ -19,11 +20,14 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from checks.invariants import world_problems
+from checks.realism import CHECKS as REALISM
+from checks.realism import realism_problems
+from checks.twin_diff import twin_problems
 from env.cli import EXIT_FAILED, Parser, UsageError, map_seeds, positive_int, run_command
 from env.engine.money import format_cents
 from env.episode import drafted_credits, record_episode
 from env.generation.generator import generate
-from env.generation.splits import SPLITS, split_assignment, split_seeds
+from env.generation.splits import SPLITS, TWIN_SPLITS, split_assignment, split_seeds
 from env.ledger_env import LedgerEnv, open_database
 from env.scenario import Scenario, reveal_truth
 from env.tools import READ_TOOLS
@@ -39,6 +43,7 @@ class ScenarioCheck:
     seed: int
     label: str
     problems: tuple[str, ...]
+    realism: tuple[str, ...] = ()  # the realism checks (`checks.realism`) this world breaks
 
     @property
     def ok(self) -> bool:
@@ -84,9 +89,23 @@ def untouched_problems(initial: bytes, final: bytes) -> list[str]:
 
 
 def check_scenario(scenario: Scenario) -> list[str]:
-    """The reasons `scenario` is unsound: its reference replay falls short, or its world
-    breaks an invariant of design §1.1. Empty when it is sound."""
-    return replay_problems(scenario) + invariant_problems(scenario)
+    """The reasons `scenario` is unsound: its reference replay falls short, its world breaks
+    an invariant of design §1.1 or a realism check. Empty when it is sound."""
+    realism = [f"realism {name}: {line}" for name, lines in realistic(scenario) for line in lines]
+    return replay_problems(scenario) + invariant_problems(scenario) + realism
+
+
+def realistic(scenario: Scenario) -> list[tuple[str, list[str]]]:
+    """Each realism check (`checks.realism`) with what it reports on the scenario's world. A
+    counterfactual twin keeps its scenario's dispute: its window is the scenario's."""
+    connection = open_database(scenario.database)
+    try:
+        found = realism_problems(connection)
+    finally:
+        connection.close()
+    if scenario.split in TWIN_SPLITS or "-twin-" in scenario.scenario_id:
+        found.pop("dispute_window")
+    return list(found.items())
 
 
 def replay_problems(scenario: Scenario) -> list[str]:
@@ -171,7 +190,12 @@ def validate_seed(split: str, seed: int) -> ScenarioCheck:
         scenario = generate.__wrapped__(split, seed)  # uncached: a long run must not hoard
     except Exception as exc:  # a builder bug is a failure to report, not the end of the run
         return ScenarioCheck(split, seed, label, (f"generation failed: {exc!r}",))
-    return ScenarioCheck(split, seed, label, tuple(check_scenario(scenario)))
+    problems = tuple(check_scenario(scenario))
+    if split in TWIN_SPLITS:  # the twin against its scenario: only the fault's records moved
+        original = generate.__wrapped__(TWIN_SPLITS[split], seed)
+        problems += tuple(f"twin: {p}" for p in twin_problems(original, scenario))
+    broken = tuple(p.split(":", 1)[0].removeprefix("realism ") for p in problems)
+    return ScenarioCheck(split, seed, label, problems, tuple(n for n in REALISM if n in broken))
 
 
 def validate_split(split: str, limit: int | None = None) -> list[ScenarioCheck]:
@@ -191,6 +215,8 @@ def _main(argv: Sequence[str] | None) -> int:
         print(f"FAIL {check.split} seed {check.seed} ({check.label}):")
         for problem in check.problems:
             print(f"  - {problem}")
+    counts = ", ".join(f"{name} {sum(name in c.realism for c in checks)}" for name in REALISM)
+    print(f"realism (scenarios breaking each check): {counts}")
     print(f"{len(checks) - len(failed)}/{len(checks)}")
     return EXIT_FAILED if failed else 0
 

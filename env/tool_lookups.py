@@ -163,8 +163,9 @@ class Lookups:
         inputs = json.loads(row["inputs"])
         paid = self._one(
             "SELECT COALESCE(SUM(CASE status WHEN 'succeeded' THEN amount_cents "
-            "WHEN 'refunded' THEN -amount_cents ELSE 0 END), 0) FROM payments "
-            "WHERE invoice_id = ?",
+            "WHEN 'refunded' THEN -amount_cents ELSE 0 END), 0), COALESCE(SUM(CASE WHEN "
+            "applied_from IS NOT NULL AND status = 'succeeded' THEN amount_cents ELSE 0 END), 0) "
+            "FROM payments WHERE invoice_id = ?",
             (invoice_id,),
         )
         notes = self.connection.execute(
@@ -196,6 +197,7 @@ class Lookups:
             },
             "total": format_cents(row["total_cents"]),
             "amount_paid": format_cents(int(paid[0]) if paid else 0),
+            "balance_applied": format_cents(int(paid[1]) if paid else 0),
             "amount_credited": format_cents(sum(n[1] for n in notes)),
             "credit_notes": [
                 {
@@ -214,8 +216,9 @@ class Lookups:
         if invoice_id is not None:
             self.invoice_row(invoice_id)
         rows = self.connection.execute(
-            "SELECT id, invoice_id, amount_cents, currency, paid_at, method, status FROM payments "
-            "WHERE customer_id = ? AND (? IS NULL OR invoice_id = ?) ORDER BY paid_at, id",
+            "SELECT id, invoice_id, amount_cents, currency, paid_at, method, status, applied_from "
+            "FROM payments WHERE customer_id = ? AND (? IS NULL OR invoice_id = ?) "
+            "ORDER BY paid_at, id",
             (customer_id, invoice_id, invoice_id),
         )
         return {
@@ -229,6 +232,7 @@ class Lookups:
                     "paid_at": r[4],
                     "method": r[5],
                     "status": r[6],
+                    "applied_from": r[7],
                 }
                 for r in rows
             ],

@@ -43,8 +43,11 @@ from env.tools import TOOL_NAMES, WRITE_TOOLS, BillingTools
 # invoices for periods starting in the window bill at least `seats` seats, null when none) and
 # the event vocabulary gains `exemption_withheld` (certificate_id, issued_from, issued_until,
 # reason: the subscription's invoices issued in the window are taxed although the certificate
-# covers them).
-TOOL_CONTRACT_VERSION = 6
+# covers them); 7 (world v6, a balance that moves): `list_payments` gains `applied_from` (a
+# payment of method `account_credit` pays part of its invoice from the kept overpayment it
+# names; null otherwise), `get_invoice` gains `balance_applied` (the part of `amount_paid` drawn
+# from account credit), and a usage correction's `recorded_at` is a UTC time (it was a day).
+TOOL_CONTRACT_VERSION = 7
 MAX_ARGUMENT_CHARS = 20_000
 MAX_NUMBER_DIGITS = 30  # JSON numbers beyond 10**30 (or below 10**-30) are refused
 _ARG_LINE = re.compile(r"^    (\w+): (.*)$")

@@ -62,12 +62,11 @@ class BillingTools(Lookups):
         """Look up a customer: timezone, billing currency, tax jurisdiction, exemption certificate.
 
         Billing periods are calendar dates in the customer's timezone; event timestamps are UTC.
-        An exemption certificate covers invoices whose period starts on or after valid_from and
-        before valid_until, taxed in its jurisdiction. Invoices issued before
-        tax_jurisdiction_since are taxed in previous_tax_jurisdiction (null: no move).
-        A subscription's invoices issued in fx_rate_lock's [issued_from, issued_until) convert
-        at its rate_date's USD rate, a contract rate (null: none).
-        account_credit: an overpayment (payment_id, amount) kept on account, not owed back.
+        A certificate exempts invoices issued in [valid_from, valid_until), taxed in its
+        jurisdiction. Invoices issued before tax_jurisdiction_since are taxed in
+        previous_tax_jurisdiction. A subscription's invoices issued in fx_rate_lock's
+        [issued_from, issued_until) convert at its rate_date's USD rate.
+        account_credit: an overpayment kept on account, applied to later invoices.
         seat_commitment: periods starting in [periods_from, periods_until) bill at least its seats.
         Call this first with the id from the complaint, then `list_invoices`.
 
@@ -99,8 +98,9 @@ class BillingTools(Lookups):
     def get_invoice(self, invoice_id: str) -> dict[str, Any]:
         """Get one invoice: billing inputs, lines, subtotal, discount, tax, total, paid, credited.
 
-        `billing_inputs` are exactly what the invoice was computed from (plan and unit price,
-        seats, proration dates, coupon, usage units, tax jurisdiction and rate, fx rate).
+        balance_applied: the part of amount_paid drawn from account credit. `billing_inputs`
+        are exactly what the invoice was computed from (plan and unit price, seats, proration
+        dates, coupon, usage units, tax jurisdiction and rate, fx rate).
         Check them against `get_subscription_timeline`, `get_tax_rate` and `get_customer`.
 
         Args:
@@ -111,7 +111,7 @@ class BillingTools(Lookups):
     def list_payments(self, customer_id: str, invoice_id: str | None = None) -> dict[str, Any]:
         """List a customer's payments: id, invoice, amount, currency, paid_at (UTC), method, status.
 
-        Two succeeded payments for one invoice mean a duplicate payment.
+        A payment of method account_credit is drawn from the kept overpayment applied_from names.
 
         Args:
             customer_id: Customer id, e.g. "CUS-4Q2P9A".

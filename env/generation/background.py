@@ -32,6 +32,7 @@ from env.generation.lookalikes_plans import (
     backdated_effective,
     deferred_seats,
     log_change,
+    moved_scheduled,
     moved_start,
     withdrawn_plan_change,
 )
@@ -97,7 +98,12 @@ def decorate_second(b: WorldBuilder, plans: dict[str, Plan]) -> tuple[Story, lis
         old, new = plan, swap
         for k in ks:  # a change, and maybe the change back later
             start, end = story.period(k)
-            day = b.pick(late_days(start, end, old, new, margin=2))
+            # never inside a trial that runs into the period (world v6: the trial rule)
+            days_ok = late_days(start, end, old, new, margin=2)
+            after = [d for d in days_ok if d >= story.after_trial(d)]
+            if not after:
+                continue
+            day = b.pick(after)
             scheduled_first(b, story, day, new.id)
             _plan_change(b, story, day, new, "immediately")
             old, new = new, old
@@ -110,7 +116,8 @@ def decorate_second(b: WorldBuilder, plans: dict[str, Plan]) -> tuple[Story, lis
         start, end = story.period(k)
         story.plan_changes.append((end, swap))
         day = start + days(b.rng.randint(2, (end - start).days - 3))
-        _plan_change(b, story, day, swap, "at_period_end")
+        asked = _plan_change(b, story, day, swap, "at_period_end")
+        moved_scheduled(b, story, k, swap, asked)  # its start moved a period or two later
         features.append("scheduled_downgrade")
     if fixed:  # a prorated last period could fall below the amount off
         return story, features
@@ -380,7 +387,8 @@ def _swap_plan(plan: Plan, plans: dict[str, Plan]) -> Plan | None:
     return plans.get(key) if key else None
 
 
-def _plan_change(b: WorldBuilder, story: Story, day: date, to: Plan, effective: str) -> None:
+def _plan_change(b: WorldBuilder, story: Story, day: date, to: Plan, effective: str) -> str:
+    """Logs a plan change; returns the moment it was logged."""
     logged, moved = day, None
     if effective == "immediately":  # now and then agreed with sales and backdated, or moved
         day, logged, effective = backdated_effective(b, story, day)
@@ -389,9 +397,8 @@ def _plan_change(b: WorldBuilder, story: Story, day: date, to: Plan, effective: 
     before = story.plan_at((moved or day) - timedelta(days=1))
     details = {"from_plan_id": before.id, "to_plan_id": to.id, "effective": effective}
     if effective == "at_period_end":
-        story.event(logged, b.work_time(), "plan_changed", details)
-    else:
-        log_change(b, story, logged, details, moved or day)
+        return story.event(logged, b.work_time(), "plan_changed", details)
+    return log_change(b, story, logged, details, moved or day)
 
 
 def _cancel(b: WorldBuilder, story: Story) -> bool:
@@ -404,17 +411,20 @@ def _cancel(b: WorldBuilder, story: Story) -> bool:
         _cancel_on_date(b, story, k)
         return True
     start, end = story.period(k)
-    day = start + days(b.rng.randint(1, (end - start).days - 3))
+    # asked early in the last period: the customer writes about its bill within days of the
+    # last invoice (`generator.DISPUTE_DAYS`), after every recorded moment
+    latest = min(end - days(3), start + days(LAST_ASK_DAYS))
+    day = start + days(b.rng.randint(1, (latest - start).days))
     # asked after the period's other changes: once confirmed, nothing else changes it (design
     # §1.1, one state); with no day left for that, the story does not end
     day = max(day, _after_changes(story, start, end))
-    if day > end - days(3):
+    if day > latest:
         return False
     reason = b.pick(CANCEL_REASONS)
     asked = story.event(
         day, b.work_time(), "cancel_requested", {"effective": "at_period_end", "reason": reason}
     )
-    closes = local_to_utc(end, time(0, 0), story.timezone)
+    closes = local_to_utc(latest + days(2), time(0, 0), story.timezone)
     confirmed = later_stamp(asked, b.rng, before=closes)
     story.event_at(confirmed, "canceled", {"effective": "at_period_end"})
     story.cancel_effective = end
@@ -422,6 +432,7 @@ def _cancel(b: WorldBuilder, story: Story) -> bool:
     return True
 
 
+LAST_ASK_DAYS = 8  # an end at the close of the last period is asked in its first days
 DATED_CANCEL_RATE = 0.35  # cancellations that end on a date rather than at a period end
 
 

@@ -5,11 +5,17 @@ every class on invoices the fault leaves alone. Split from `env.generation.backg
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
 from env.engine.calendar import days, utc_to_local_date
 from env.generation.background import draw
 from env.generation.builder import WorldBuilder
 from env.generation.changes import earlier_credit
-from env.generation.lookalikes_pay import credited_second_charge, kept_second_charge
+from env.generation.lookalikes_pay import (
+    credited_second_charge,
+    kept_reach,
+    kept_second_charge,
+)
 from env.generation.world import Invoice
 
 MEMOS = (
@@ -38,8 +44,11 @@ def decorate_payments(b: WorldBuilder, avoid: list[Invoice]) -> list[str]:
         and inv.billed_amounts().total_cents > 0
         and any(p.invoice_id == inv.id and p.status == "succeeded" for p in b.draft.payments)
     ]
-    if safe and draw(b, "refunded_second_charge"):
-        for invoice in b.rng.sample(safe, min(len(safe), b.pick((1, 1, 2, 3)))):
+    # a second charge and its refund take days: not on the latest invoices, whose customer
+    # writes within days (`generator.DISPUTE_DAYS`)
+    settled = [inv for inv in safe if inv.issued_at <= _days_before_latest(b, SETTLE_DAYS)]
+    if settled and draw(b, "refunded_second_charge"):
+        for invoice in b.rng.sample(settled, min(len(settled), b.pick((1, 1, 2, 3)))):
             first = next(
                 p
                 for p in b.draft.payments
@@ -64,11 +73,12 @@ def decorate_payments(b: WorldBuilder, avoid: list[Invoice]) -> list[str]:
         features.append("split_payment")
     credited_ids = {n.invoice_id for n in b.draft.credit_notes}  # a trial's credit came first
     safe = [inv for inv in safe if inv.id not in credited_ids]
-    credited = credited_second_charge(b, safe)  # a second charge made good by a credit note
+    reach = kept_reach(b)  # what a kept balance pays is charged less: no credit sized on more
+    credited = credited_second_charge(b, [i for i in safe if i.id not in reach])
     if credited is not None:
         safe.remove(credited)
         features.append("credited_second_charge")
-    kept = kept_second_charge(b, safe)  # a second charge kept as account credit (world v5)
+    kept = kept_second_charge(b, safe, avoid)  # a second charge kept as account credit
     if kept is not None:
         safe.remove(kept)
         features.append("kept_second_charge")
@@ -98,6 +108,17 @@ def decorate_payments(b: WorldBuilder, avoid: list[Invoice]) -> list[str]:
         b.customer.notes = b.pick(NOTES).format(month=month)
         features.append("notes")
     return features
+
+
+SETTLE_DAYS = 8  # a refunded second charge sits on an invoice at least this old
+
+
+def _days_before_latest(b: WorldBuilder, n: int) -> str:
+    """The UTC stamp `n` days before the latest invoice's issue."""
+    assert b.draft is not None
+    latest = max(inv.issued_at for inv in b.draft.invoices)
+    moment = datetime.strptime(latest, "%Y-%m-%dT%H:%M:%SZ") - timedelta(days=n)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def extra_fx_days(b: WorldBuilder) -> int:

@@ -21,6 +21,8 @@ from env.engine.calendar import add_months, days, fx_day, fx_rate_day, local_to_
 from env.engine.money import format_rate, parse_rate
 from env.engine.supply import SupplySite, taxed_in
 from env.generation import lookalikes_tax, lookalikes_usage
+from env.generation.fx_path import BAND as FX_BAND
+from env.generation.fx_path import FxPath
 from env.generation.story import Story, plan_terms
 from env.generation.world import Coupon, Customer, Invoice, Payment, Plan, Subscription, WorldDraft
 
@@ -45,6 +47,7 @@ ZERO_ALLOWANCE_RATE = 0.2  # Growth plans with no included units (pay as you go)
 SPIKE_RATE = 0.12  # finished periods with a usage spike (a launch, a batch job), any class
 SPIKE = (2.2, 3.0)  # a spike's volume, in units of the customer's usual level
 FAILED_ATTEMPT_RATE = 0.12  # a declined first attempt and a successful retry
+RUN_LAG = (10, 180)  # minutes from a trial's end to the billing run issuing its first charge
 
 
 def _parse(stamp: str) -> datetime:
@@ -56,7 +59,7 @@ def data(name: str) -> Any:
     return json.loads(resources.files("env.generation").joinpath(f"data/{name}").read_text("utf-8"))
 
 
-FX_BAND_BP = 400  # a day's rate lies within +-4 % of its currency's base (basis points)
+FX_BAND_BP = int(FX_BAND * 10000)  # a day's rate lies within +-4 % of its currency's base
 
 
 class WorldBuilder:
@@ -72,6 +75,7 @@ class WorldBuilder:
         self.locale: dict[str, Any] = {}
         self.tax_history: list[tuple[str, str, str | None]] = []  # rate, from, to
         self.fx: dict[str, str] = {}
+        self.fx_path: FxPath | None = None  # the customer's currency's walk (non-USD)
         self.stories: list[Story] = []  # every subscription's story, the main one first
         self.tax_rng: random.Random | None = None  # env.generation.lookalikes_tax's side stream
         self.tax_compared: list[date] = []  # issue days a tax-rate story compares (taxed)
@@ -132,6 +136,8 @@ class WorldBuilder:
             created_at=local_to_utc(created, time(10, 0), self.locale["timezone"]),
         )
         self.draft = WorldDraft(customer=customer)
+        if customer.currency != "USD":  # its rate's path, from a stream of its own
+            self.fx_path = FxPath(self.rng.getrandbits(32))
         self._make_tax_history()
         lookalikes_tax.maybe_move(self)
         self._background_certificate()
@@ -167,9 +173,8 @@ class WorldBuilder:
         if self.rng.random() >= CERTIFICATE_RATE:
             lookalikes_tax.extra_certificate(self)
         else:
-            start = date(2024, 6, 1) + days(self.rng.randint(0, 500))
-            end = start + days(self.rng.randint(60, 730))
-            self.customer.exemption = (self.new_id("TXC", 8), start.isoformat(), end.isoformat())
+            window = lookalikes_tax.drawn_window(self, self.rng)
+            self.customer.exemption = (self.new_id("TXC", 8), *window)
         if self.customer.exemption is None:
             return
         self.customer.exemption_jurisdiction = lookalikes_tax.certificate_jurisdiction(self)
@@ -183,11 +188,10 @@ class WorldBuilder:
         assert self.draft is not None
         jurisdiction = self.locale["jurisdiction"]
         self.draft.tax_rates = [(jurisdiction, *row) for row in self.tax_history]
-        for other in data("locales.json"):  # other jurisdictions: decoys for a careless lookup
-            if other["jurisdiction"] != jurisdiction and self.rng.random() < 0.3:
-                self.draft.tax_rates.append(
-                    (other["jurisdiction"], other["rates"][-1], "2023-01-01", None)
-                )
+        others = {o["jurisdiction"]: o["rates"][-1] for o in data("locales.json")}
+        for other, rate in others.items():  # other jurisdictions: decoys for a careless lookup
+            if other != jurisdiction and self.rng.random() < 0.3:
+                self.draft.tax_rates.append((other, rate, "2023-01-01", None))
         self.draft.tax_rates.sort()
 
     def close_rates(self, today: date) -> None:
@@ -195,11 +199,16 @@ class WorldBuilder:
         no rate that starts later, and the rate in force then has no end yet."""
         assert self.draft is not None
         now = today.isoformat()
-        self.draft.tax_rates = [
-            (j, rate, start, None if end is not None and end > now else end)
-            for j, rate, start, end in self.draft.tax_rates
-            if start <= now
-        ]
+        rows: list[tuple[str, str, str, str | None]] = []
+        for j, rate, start, end in sorted(self.draft.tax_rates):
+            if start > now:
+                continue
+            end = None if end is not None and end > now else end
+            if rows and rows[-1][0] == j and parse_rate(rows[-1][1]) == parse_rate(rate):
+                rows[-1] = (j, rows[-1][1], rows[-1][2], end)  # a "change" to the same rate
+                continue
+            rows.append((j, rate, start, end))
+        self.draft.tax_rates = rows  # one row in force per jurisdiction and day
 
     def set_tax_history(self, old: str, new: str, change: date) -> None:
         """Replaces the customer's jurisdiction history with one change on `change`."""
@@ -279,27 +288,38 @@ class WorldBuilder:
         day = fx_day(day)  # no rate is published on a weekend
         key = day.isoformat()
         if key not in self.fx:
-            base = self.fx_base()
-            wobble = Fraction(self.rng.randrange(-FX_BAND_BP, FX_BAND_BP + 1), 10000)
-            rate = (base * (1 + wobble)).limit_denominator(10000)
-            rate = Fraction(round(rate * 10000), 10000)
-            self.fx[key] = format_rate(rate)
-            assert self.draft is not None
-            self.draft.fx_rates.append((key, "USD", currency, self.fx[key]))
-            self.draft.fx_rates.sort()
+            self._record_fx(day, self.path_rate(day))
         return parse_rate(self.fx[key])
 
-    def fx_base(self) -> Fraction:
-        """The customer's currency's base rate per USD, around which every day's rate lies."""
-        return parse_rate(data("catalog.json")["fx_base"][self.customer.currency])
+    def path_rate(self, day: date) -> Fraction:
+        """The rate the currency's path gives `day` (4 decimals), recorded or not."""
+        assert self.fx_path is not None
+        rate = self.fx_base() * (1 + self.fx_path.offset(fx_day(day)))
+        return Fraction(round(rate * 10000), 10000)
 
-    def put_fx(self, day: date, rate: Fraction) -> None:
-        """Records a USD rate for `day` (4 decimals) before anything asks `fx_on` for it."""
+    def raise_fx(self, day: date, rate: Fraction) -> bool:
+        """A day whose rate is unusually high (a look-alike, a fault's near miss): the path is
+        raised to `rate` around it (`FxPath.raise_to`) before anything records its days, and
+        the day is recorded; False where a recorded day lies on the ramp (nothing changes)."""
+        assert self.fx_path is not None
+        if day.isoformat() in self.fx:
+            return False
+        recorded = {date.fromisoformat(d) for d in self.fx}
+        if not self.fx_path.raise_to(day, rate / self.fx_base() - 1, recorded):
+            return False
+        self._record_fx(day, self.path_rate(day))  # the table holds it from now on
+        return True
+
+    def _record_fx(self, day: date, rate: Fraction) -> None:
         assert self.draft is not None
         text = format_rate(Fraction(round(rate * 10000), 10000))
         self.fx[day.isoformat()] = text
         self.draft.fx_rates.append((day.isoformat(), "USD", self.customer.currency, text))
         self.draft.fx_rates.sort()
+
+    def fx_base(self) -> Fraction:
+        """The customer's currency's base rate per USD, around which every day's rate lies."""
+        return parse_rate(data("catalog.json")["fx_base"][self.customer.currency])
 
     def make_catalog(self) -> dict[str, Plan]:
         plans: dict[str, Plan] = {}
@@ -383,6 +403,7 @@ class WorldBuilder:
         at = self.work_time()
         sub.started_at = story.event(start, at, "created", {"plan_id": plan.id, "seats": seats})
         if story.trial_end is not None:
+            story.run_lag = self.rng.randint(*RUN_LAG)  # the billing run, minutes later
             details: dict[str, object] = {"trial_days": length}
             if length != plan.trial_days:
                 details.update(standard_trial_days=plan.trial_days, extended=True)
@@ -391,6 +412,8 @@ class WorldBuilder:
             story.anchor = start  # the first period starts with the trial and is prorated
         self.draft.subscriptions.append(sub)
         self.stories.append(story)
+        # the customer existed by its first subscription (a certificate is filed after that)
+        self.customer.created_at = min(self.customer.created_at, sub.started_at)
         if len(self.stories) == 1:
             lookalikes_tax.place_move(self, story)
             lookalikes_tax.place_rate_change(self, story)
@@ -470,9 +493,9 @@ class WorldBuilder:
             fixed = lookalikes_usage.draw_correction(
                 self.rng, self.difficulty, story, start, end, level
             )
-            if fixed is not None:  # reported once, corrected by as much again: billed twice
-                units = 2 * fixed[0]
-                story.usage_corrections[start] = fixed
+            if fixed is not None:  # reported in part, corrected by a late batch: billed whole
+                units = fixed[0] + fixed[1]
+                story.usage_corrections[start] = fixed[1:]
         story.usage[start] = units
         story.sub.usage.append((start.isoformat(), end.isoformat(), units))
         self.split_usage(story)
@@ -557,10 +580,11 @@ class WorldBuilder:
         """Renewals happen at the subscription's local time of day on the period start; the
         first period at creation, a trial's first paid period when trial_ended was logged."""
         day = story.issue_day(k)
-        if story.trial_end is not None and day == story.trial_end:
+        start, end = story.period(k)
+        if story.trial_end is not None and start < story.trial_end < end:
             ended = [e.occurred_at for e in story.sub.events if e.type == "trial_ended"]
-            if ended:
-                return ended[-1]
+            if ended:  # the billing run after the trial's end (`Story.run_lag`)
+                return story.run_stamp(ended[-1])
         if k == 0:
             return story.sub.started_at
         return local_to_utc(day, story.time_of_day(), story.timezone)

@@ -19,6 +19,9 @@ name the invoice, L2 bodies are vague. Who says what:
 - a vague complaint quotes the month and total of an invoice picked at random among the
   customer's invoices with something to pay (never a trial's 0.00 one), so neither points at
   the answer;
+- a complaint never names an invoice a correct billing system would not have issued (its
+  counterfactual twin has none): about one billed after a cancellation, it names the last
+  invoice the customer owed and says the charges went on after it (`LAST_OWED` bodies);
 - which invoices the complaint disputes (`disputed_invoices`, rewards/README.md G11.1) is read
   off what it quotes, for the truth only: it draws nothing and changes no text.
 Some complaints carry a wrong claimed amount or an injected instruction, and some put the
@@ -211,6 +214,77 @@ def _pick_body(b: WorldBuilder, source: str, pool: str, level: str, slots: dict[
     return str(b.pick(fitting))
 
 
+CANCEL_POOL, LAST_OWED = "billed_after_cancellation", "L1_last"  # bodies naming the last owed
+
+
+def _instead_of(
+    b: WorldBuilder, outcome: FaultOutcome, unwarranted: Invoice, chosen: tuple[str, str]
+) -> tuple[Invoice, str, str]:
+    """(the invoice named, pool, level) where the fault's first invoice should not exist:
+    after a cancellation, the last invoice owed, in bodies saying the charges went on after it;
+    otherwise (a period wholly inside a trial) the subscription's next invoice that is owed."""
+    draft = b.draft
+    assert draft is not None
+    cancel = CANCEL_POOL in (outcome.label, imitated(outcome))
+    owed = _last_owed(draft, unwarranted) if cancel else None
+    if owed is not None:
+        return owed, CANCEL_POOL, LAST_OWED
+    later = [
+        i
+        for i in draft.invoices
+        if i.subscription_id == unwarranted.subscription_id
+        and i.correct is not None
+        and i.billed.period_start > unwarranted.billed.period_start
+        and i.billed_amounts().total_cents > 0
+    ]
+    named = min(later, key=lambda i: i.billed.period_start, default=None)
+    return named or b.pick(_payable(draft.invoices)), *chosen
+
+
+def _last_owed(draft: WorldDraft, unwarranted: Invoice) -> Invoice | None:
+    """The subscription's last invoice before `unwarranted` that a correct system issued."""
+    earlier = [
+        i
+        for i in draft.invoices
+        if i.subscription_id == unwarranted.subscription_id
+        and i.correct is not None
+        and i.billed.period_start < unwarranted.billed.period_start
+        and i.billed_amounts().total_cents > 0
+    ]
+    return max(earlier, key=lambda i: i.billed.period_start, default=None)
+
+
+def _overage(invoice: Invoice) -> bool:
+    return (invoice.billed.usage_units or 0) > invoice.billed.plan.included_units
+
+
+def _usage(invoice: Invoice) -> bool:
+    metered = invoice.billed.plan.overage_unit_price_cents > 0
+    return metered and invoice.billed.usage_units is not None
+
+
+FITS = {  # what an invoice must bill for a complaint of this class to be about it
+    "usage_overage_miscalculated": _overage,
+    "wrong_tax_rate": lambda i: i.billed_amounts().tax_cents > 0,
+    "tax_exempt_charged": lambda i: i.billed_amounts().tax_cents > 0,
+    "seat_count_mismatch": lambda i: i.billed.plan.per_seat,
+    "coupon_not_applied": lambda i: i.billed.coupon is None,
+}
+
+
+def _fits(source: str, invoices: Sequence[Invoice]) -> list[Invoice]:
+    """The invoices a complaint of `source`'s class can be about (an overage where it names
+    overage, tax where it names tax, seats on a per-seat plan): L2 and L3 quote one of them,
+    so a guessed or blamed cause stays coherent with the invoice named; all where none fits."""
+    tests = [FITS[source]] if source in FITS else []
+    tests += [_usage] if source == "usage_overage_miscalculated" else []  # else some usage
+    for test in tests:
+        fitting = [i for i in invoices if test(i)]
+        if any(i.billed_amounts().total_cents > 0 for i in fitting):
+            return fitting
+    return list(invoices)
+
+
 def _payable(invoices: Sequence[Invoice]) -> list[Invoice]:
     """The invoices a complaint may quote: those with something to pay (a trial's 0.00 invoice
     has no tax, payment or price to dispute)."""
@@ -246,9 +320,12 @@ def render_complaint(
     if CUE_LOG is not None:
         CUE_LOG.append(list(cues.plausible))
     source, level = choose_source(b, outcome, cues)
-    named = outcome.focus[0] if b.difficulty == "L1" else b.pick(_payable(draft.invoices))
+    issued = [i for i in draft.invoices if i.correct is not None]  # a twin has them all
+    named = outcome.focus[0] if b.difficulty == "L1" else b.pick(_payable(_fits(source, issued)))
+    if named.correct is None:  # an invoice no correct system issues (its twin has none)
+        named, source, level = _instead_of(b, outcome, named, (source, level))
     if named.billed_amounts().total_cents <= 0:  # no tax, payment or price on a 0.00 invoice
-        named = b.pick(_payable(draft.invoices))
+        named = b.pick(_payable(issued))
     extra: dict[str, Any] = outcome.slots
     slots = {"company": b.customer.company, **cues.slots}
     slots.update({k: v for k, v in extra.items() if isinstance(v, str) and k not in _INVOICE_KEYS})

@@ -21,14 +21,17 @@ from env.generation.complaints import render_complaint
 from env.generation.decoys import add_decoys
 from env.generation.faults import builder_for
 from env.generation.faults.base import FaultOutcome, call
+from env.generation.freeze import freeze
+from env.generation.lookalikes_life import coupon_at_end
+from env.generation.rule_text import rule_text
 from env.generation.splits import TWIN_SPLITS, split_assignment
 from env.generation.story import Story
 from env.generation.twin_moves import move_fault, moved_summary, wrong_fields
 from env.generation.twin_repair import set_right, twin_outcome
-from env.generation.world import freeze
 from env.scenario import Scenario, ToolCall, Truth
 
-GENERATOR_VERSION = "billsleuth-gen-5"
+GENERATOR_VERSION = "billsleuth-gen-6"
+DISPUTE_DAYS = (2, 12)  # the dispute opens this many days after the last invoice
 
 
 def scenario_rng(split: str, seed: int) -> random.Random:
@@ -117,7 +120,7 @@ def _twin_scenario(
     verdict `no_error`, the reference an investigation that finds nothing to credit."""
     draft = b.draft
     assert draft is not None and draft.dispute is not None
-    set_right(draft, overcharges, b.fault_rows)
+    set_right(draft, overcharges, b.fault_rows, ended_by_dispute(b))
     left = draft.overcharges()
     if left:
         raise AssertionError(f"twin of {split}-{seed} still has overcharges {left}")
@@ -156,7 +159,7 @@ def _moved_scenario(
     wrong = wrong_fields(fault[0])
     if wrong is None or len(fault) != 1:
         return None
-    set_right(draft, overcharges, b.fault_rows)
+    set_right(draft, overcharges, b.fault_rows, ended_by_dispute(b))
     found = move_fault(draft, fault[0], wrong, outcome.focus)
     if found is None:
         return None
@@ -206,29 +209,46 @@ def _derived_scenario(
 
 
 def open_dispute(b: WorldBuilder) -> str:
-    """When the customer writes: two to twelve days after the last invoice, after every
-    recorded moment and after any canceled subscription's end. Active subscriptions are first
-    billed up to that day (design §1.1: an active subscription invoices every period up to the
-    dispute)."""
+    """When the customer writes: two to twelve days after the last invoice (`DISPUTE_DAYS`,
+    `checks.realism.dispute_window`) and after every recorded moment. Active subscriptions are
+    first billed up to that day (design §1.1: an active subscription invoices every period up
+    to the dispute); a cancellation that has not taken effect by then is pending, its row
+    still active (`_pending_rows`)."""
     draft = b.draft
     assert draft is not None
     tz = b.customer.timezone
-    last_issue = max(inv.issued_at for inv in draft.invoices)
-    opened_day = utc_to_local_date(last_issue, tz) + days(b.rng.randint(2, 12))
-    ended = [s.cancel_effective for s in b.stories if s.sub.status == "canceled"]
-    if any(ended):  # a subscription that reads canceled has ended before the customer writes
-        opened_day = max(opened_day, max(d for d in ended if d) + days(b.rng.randint(1, 10)))
-    opened_at = local_to_utc(opened_day, b.work_time(), tz)
-    while True:  # a late payment can push the dispute past another period start: bill it too
+    opened_at = ""
+    for _ in range(8):  # a late payment can push the dispute past another period start
+        last = max(utc_to_local_date(inv.issued_at, tz) for inv in draft.invoices)
+        if not opened_at or utc_to_local_date(opened_at, tz) < last + days(DISPUTE_DAYS[0]):
+            opened_day = last + days(b.rng.randint(*DISPUTE_DAYS))
+            opened_at = local_to_utc(opened_day, b.work_time(), tz)
         for story in b.stories:
             _bill_until(b, story, utc_to_local_date(opened_at, tz))
-        stamps = [inv.issued_at for inv in draft.invoices] + [p.paid_at for p in draft.payments]
+        if max(utc_to_local_date(inv.issued_at, tz) for inv in draft.invoices) != last:
+            continue  # billed a new period: the window counts from its invoice
+        stamps = [p.paid_at for p in draft.payments] + [n.created_at for n in draft.credit_notes]
         stamps += [e.occurred_at for sub in draft.subscriptions for e in sub.events]
-        stamps += [n.created_at for n in draft.credit_notes]
-        latest = max(stamps)
+        latest = max([inv.issued_at for inv in draft.invoices] + stamps)
         if opened_at > latest:
             break
+        late = utc_to_local_date(latest, tz)  # a later day of the window, after it if any is left
+        if late < last + days(DISPUTE_DAYS[1]):
+            opened_day = late + days(b.rng.randint(1, (last + days(DISPUTE_DAYS[1]) - late).days))
+            opened_at = local_to_utc(opened_day, b.work_time(), tz)
+            if opened_at > latest:
+                continue
+        renewals = [s.period(s.periods)[0] for s in b.stories if _billing(s)]
+        if renewals:  # past the window: the customer writes after the next renewal's invoice
+            opened_day = max(min(renewals), late) + days(b.rng.randint(*DISPUTE_DAYS))
+            opened_at = local_to_utc(opened_day, b.work_time(), tz)
+            continue
         opened_at = utc_stamp(_moment(latest) + timedelta(minutes=b.rng.randint(30, 600)))
+    else:
+        raise AssertionError(f"no dispute moment after every record ({opened_at})")
+    _pending_rows(b, utc_to_local_date(opened_at, tz))
+    for story in b.stories:  # a coupon the clock removed where a canceled service ended
+        coupon_at_end(b, story, utc_to_local_date(opened_at, tz))
     for story in b.stories:  # recent changes the next invoice will carry, in every class
         pending_changes(b, story, opened_at)
         if story.sub.status == "active" and story.cancel_effective is None:
@@ -238,9 +258,30 @@ def open_dispute(b: WorldBuilder) -> str:
     return opened_at
 
 
+def ended_by_dispute(b: WorldBuilder) -> set[str]:
+    """The subscriptions whose cancellation took effect by the dispute day."""
+    assert b.draft is not None and b.draft.dispute is not None
+    today = utc_to_local_date(b.draft.dispute[1], b.customer.timezone)
+    return {s.sub.id for s in b.stories if s.cancel_effective and s.cancel_effective <= today}
+
+
+def _pending_rows(b: WorldBuilder, today: date) -> None:
+    """A subscription whose cancellation takes effect after the dispute day still runs: its
+    row says active until then (a cancellation at period end, or on a later date, pending)."""
+    for story in b.stories:
+        ends = story.cancel_effective
+        if story.sub.status == "canceled" and ends is not None and ends > today:
+            story.sub.status = "active"
+
+
+def _billing(story: Story) -> bool:
+    """An active subscription with no cancellation: it invoices every period."""
+    return story.sub.status == "active" and story.cancel_effective is None
+
+
 def _bill_until(b: WorldBuilder, story: Story, day: date) -> None:
     """Bills an active subscription's periods that start on or before `day`."""
-    if story.sub.status != "active" or story.cancel_effective is not None:
+    if not _billing(story):
         return
     assert b.draft is not None
     billed = {i.billed.period_start for i in b.draft.invoices if i.subscription_id == story.sub.id}
@@ -282,7 +323,8 @@ def reference_solution(
         call("list_invoices", customer_id=customer),
     ]
     read = [invoice.id for invoice in outcome.focus]
-    summary = outcome.summary
+    rules = rule_text(b, outcome, overcharges)  # the rule the engine applied, per invoice
+    summary = f"{outcome.summary} {rules}" if rules else outcome.summary
     cited = [i for i in disputed if i in read and i in summary]
     if outcome.label == "no_error" and disputed and not cited:
         if disputed[0] not in read:

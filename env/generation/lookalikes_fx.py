@@ -30,7 +30,8 @@ def stale_day(
 ) -> tuple[date, Fraction]:
     """A weekday two or more days before `start` whose rate is `higher` than the right one: a
     day the table holds that no invoice records (latest first), else a fresh day 2-31 days
-    back recorded about 1 % above `right`, inside the table's usual band where it has room."""
+    back where the rate's path is higher, else one whose path is raised about 1 % above
+    `right` (up to the band's top) around it (`WorldBuilder.raise_fx`)."""
     latest = (start - days(2)).isoformat()
     known = sorted(date.fromisoformat(d) for d in b.fx if d <= latest)
     for day in reversed(known):
@@ -39,16 +40,27 @@ def stale_day(
         rate = b.fx_on(day)
         if higher(rate, day):
             return day, rate
-    day = start - days(b.rng.randint(2, 31))
-    while day.isoformat() in b.fx or day.weekday() >= 5 or day in recorded:
-        day -= days(1)
+    fresh = [
+        start - days(n)
+        for n in range(2, 32)
+        if (start - days(n)).weekday() < 5
+        and (start - days(n)).isoformat() not in b.fx
+        and start - days(n) not in recorded
+    ]
+    b.rng.shuffle(fresh)
+    for day in fresh:
+        if higher(b.path_rate(day), day):
+            return day, b.fx_on(day)
     high = fx_band_top(b.fx_base())
-    low = min(right * Fraction(101, 100), high)
-    rate = low + (high - low) * Fraction(b.rng.randint(0, 100), 100)
-    if not higher(Fraction(round(rate * 10000), 10000), day):
-        rate = right * Fraction(101, 100)  # the right rate is at the band's top already
-    b.put_fx(day, rate)
-    return day, b.fx_on(day)
+    for day in fresh:
+        low = min(right * Fraction(101, 100), high)
+        rate = low + (high - low) * Fraction(b.rng.randint(0, 100), 100)
+        rate = Fraction(round(rate * 10000), 10000)
+        if not higher(rate, day):  # the right rate is at the band's top already
+            rate = Fraction(round(right * Fraction(101, 100) * 10000), 10000)
+        if higher(rate, day) and b.raise_fx(day, rate):
+            return day, b.fx_on(day)
+    raise AssertionError(f"no stale fx day before {start} converts higher than {right}")
 
 
 def rate_lock(b: WorldBuilder, story: Story) -> None:
@@ -59,15 +71,19 @@ def rate_lock(b: WorldBuilder, story: Story) -> None:
     unlocked."""
     if b.customer.currency == "USD" or b.rng.random() >= RATE_LOCK_RATE[b.difficulty]:
         return
-    first_paid = 1 if story.trial_end is not None else 0
     issues = [story.issue_day(k) for k in range(story.periods)]
+    # every paid period, the first one too (a trial's, issued at its end: world v6), unless a
+    # trial extended after its first charge may still reissue it at its first end
+    moving = {0} if story.trial_end_before is not None else set()
     room = [
-        k for k in range(first_paid, story.periods) if fx_day(issues[k]).isoformat() not in b.fx
+        k
+        for k in range(story.periods)
+        if k not in moving and fx_day(issues[k]).isoformat() not in b.fx
     ]
     if len(room) < 2:  # another paid period stays unlocked (a fault's victim needs one)
         return
     count = b.rng.randint(1, min(3, len(room) - 1))  # as `faults.common.victim_count` at L2/L3
-    head = b.pick(room)
+    head = b.pick(off_start(b, story, room))  # drawn as the fault draws its victims
     run = [head]
     while len(run) < count and run[-1] + 1 in room:
         run.append(run[-1] + 1)
@@ -85,6 +101,18 @@ def rate_lock(b: WorldBuilder, story: Story) -> None:
     until = min(issues[last] + days(b.rng.randint(*LOCK_TAIL_DAYS)), after)
     window = (max(day, before).isoformat(), until.isoformat())
     b.customer.fx_lock = (story.sub.id, day.isoformat(), *window)
+
+
+OFF_DAY_SHARE = 0.9  # runs drawn among periods whose right fx date is not their start
+
+
+def off_start(b: WorldBuilder, story: Story, ks: list[int]) -> list[int]:
+    """The periods a run of conversions at another day's rate is drawn from, the fault's and
+    the rate lock's alike: mostly those whose right fx date already is not the period start (a
+    weekend start, a trial's end), so the other date adds no invoice whose fx date differs
+    from its start (design §1.2: a value the correct world records too)."""
+    off = [k for k in ks if fx_day(story.issue_day(k)) != story.period(k)[0]]
+    return off if off and b.rng.random() < OFF_DAY_SHARE else ks
 
 
 def locked_periods(b: WorldBuilder, story: Story) -> set[int]:

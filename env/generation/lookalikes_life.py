@@ -113,6 +113,9 @@ def extend_later(
     else:  # the whole first period, ending inside the second
         s1, e1 = story.period(1)
         t1 = s1 + days(b.rng.randint(3, (e1 - s1).days - 6))
+    changes = [d for d, _ in story.plan_changes if d > t0]
+    if changes and t1 > min(changes) - days(2):
+        return None  # a plan change's money starts by then: never inside a trial (world v6)
     story.trial_end = t1
     story.trial_end_before = t0
     story.event(t1, story.time_of_day(), "trial_ended", {})
@@ -131,10 +134,12 @@ def charge_before_extension(
     story.trial_end = t0
     inputs = story.inputs(0, b)
     zero = story.trial_inputs(b)
+    first_ended = story.run_stamp(  # the billing run after the first end
+        min(e.occurred_at for e in story.sub.events if e.type == "trial_ended")
+    )
     story.trial_end = t1
     if story.trial_invoice is not None:  # issued at signup, before anyone extended it
         story.trial_invoice.billed = story.trial_invoice.correct = zero
-    first_ended = min(e.occurred_at for e in story.sub.events if e.type == "trial_ended")
     start = story.period(0)[0]
     old = [i for i in b.draft.invoices if i.subscription_id == story.sub.id]
     old = [i for i in old if i.billed.period_start == start and i is not story.trial_invoice]
@@ -250,3 +255,24 @@ def signup_zero(b: WorldBuilder, story: Story) -> None:
     if covered != end:
         shorter = replace(zero.billed, period_end=covered, proration_start=covered)
         zero.billed = zero.correct = shorter
+
+
+def coupon_at_end(b: WorldBuilder, story: Story, today: date) -> None:
+    """World v6, the twin of `billed_after_cancellation`'s extra period: a subscription whose
+    cancellation took effect by the dispute, its coupon still on, has it removed by the clock
+    where its service ended (`coupon_removed`, reason `subscription_ended`): a coupon removed
+    after a confirmed cancellation, billed correctly (no invoice after it). No draw."""
+    end, coupon = story.cancel_effective, story.coupon
+    if end is None or coupon is None or end > today or story.sub.status != "canceled":
+        return
+    assert b.draft is not None
+    removed = [e for e in story.sub.events if e.type == "coupon_removed"]
+    billed_on = [  # an invoice after the end: billing never processed it (a fault)
+        i
+        for i in b.draft.invoices
+        if i.subscription_id == story.sub.id and i.billed.period_start >= end
+    ]
+    if removed or billed_on or not story.coupon_applies(story.periods - 1):
+        return
+    details = {"coupon_code": coupon.code, "reason": "subscription_ended"}
+    story.event(end, time(0, 0), "coupon_removed", details)

@@ -23,7 +23,7 @@ Every builder draws from `b.rng` in a fixed order and is called with one-line ho
 
 from __future__ import annotations
 
-from datetime import date, time
+from datetime import date, time, timedelta
 
 from env.engine.calendar import days, local_to_utc, utc_to_local_date
 from env.generation.builder import WorldBuilder
@@ -95,7 +95,7 @@ def log_moved_start(
 
 def log_change(
     b: WorldBuilder, story: Story, logged: date, details: dict[str, str], starts: date | None
-) -> None:
+) -> str:
     """An immediate `plan_changed` event logged on `logged`, and, where its money starts on
     another day (`starts`: backdated with sales, or moved later by the customer), the
     `plan_change_start_moved` event naming that day (world v5: the separator is its own record,
@@ -106,6 +106,29 @@ def log_change(
     if starts is not None and starts != logged:
         by = "sales" if agreed else "customer"
         log_moved_start(b, story, asked, details["to_plan_id"], starts, by=by)
+    return asked
+
+
+MOVED_SCHEDULED_RATE = 0.5  # scheduled changes whose start the customer moved a period later
+
+
+def moved_scheduled(b: WorldBuilder, story: Story, k: int, to: Plan, asked: str) -> None:
+    """World v6, same shape as `downgrade_not_applied`'s late form: a change scheduled in
+    period k for the next period start that the customer then asked to start one or two
+    periods later. The old plan is billed until then and the new one from then, with no plan
+    event in the period before the switch; the `plan_change_start_moved` event (`starts` =
+    that period start, `requested_by` customer), logged before the period ended, separates it
+    from a change billing applied late. The draws are made for every such change."""
+    roll, later = b.rng.random(), b.rng.randint(1, 2)
+    starts = story.period(k + 1 + later)[0]
+    if roll >= MOVED_SCHEDULED_RATE or k + 1 + later > story.periods - 1:
+        return
+    end = story.period(k + 1)[0]
+    story.plan_changes = [(starts if d == end and p is to else d, p) for d, p in story.plan_changes]
+    closes = local_to_utc(story.change_limit(end) - timedelta(days=1), time(0, 0), story.timezone)
+    moved = later_stamp(asked, b.rng, before=closes)
+    details = {"to_plan_id": to.id, "starts": starts.isoformat(), "requested_by": "customer"}
+    story.event_at(moved, "plan_change_start_moved", details)
 
 
 def deferred_seats(b: WorldBuilder, story: Story, k: int) -> date:

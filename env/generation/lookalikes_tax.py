@@ -19,12 +19,12 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Sequence
-from datetime import date, timedelta
+from datetime import date, time, timedelta
 from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Protocol
 
-from env.engine.calendar import days, utc_to_local_date
+from env.engine.calendar import days, local_to_utc, utc_to_local_date
 from env.engine.money import parse_rate
 
 if TYPE_CHECKING:
@@ -67,6 +67,25 @@ CHANGE_INSIDE_RATE = {"L1": 0.0, "L2": 0.0, "L3": 0.9}
 CERTIFICATE_PREVIOUS_RATE = 0.5  # a moved customer's certificate issued in the old jurisdiction
 CERTIFICATE_ELSEWHERE_RATE = 0.2  # other certificates issued for another jurisdiction
 EXTRA_CERTIFICATE_RATE = 1.0  # of customers the builder gave none: all, as the fault has one
+# a certificate's validity (world v6, `checks.realism.certificates`): from a day after the
+# customer existed, a quarter to four years long; drawn ones run half a year to three years
+CERTIFICATE_DAYS = (90, 1461)
+DRAWN_CERTIFICATE_DAYS = (180, 1095)
+CERTIFICATE_START_DAYS = 30  # a drawn certificate is filed within this many days of signup
+
+
+def customer_day(b: TaxWorld) -> date:
+    """The local day the customer record was created: no certificate starts before it."""
+    c = b.customer
+    return utc_to_local_date(c.created_at, c.timezone)
+
+
+def drawn_window(b: TaxWorld, rng: random.Random) -> tuple[str, str]:
+    """A background certificate's window: filed at signup or soon after (as
+    `tax_exempt_charged`'s covers the first invoices), valid for a realistic span."""
+    start = customer_day(b) + days(rng.randint(0, CERTIFICATE_START_DAYS))
+    end = start + days(rng.randint(*DRAWN_CERTIFICATE_DAYS))
+    return start.isoformat(), end.isoformat()
 
 
 def side_rng(b: TaxWorld) -> random.Random:
@@ -294,13 +313,18 @@ def certificate_off(b: TaxWorld, compared: list[date], keep: Sequence[date] = ()
     kept_after = (date.fromisoformat(end) - since).days
     if keep:  # the side the kept days are on
         kept_before, kept_after = (1, 0) if max(keep) < min(compared) else (0, 1)
-    elif max(kept_before, kept_after) < 30:  # no room either side: one that lapsed earlier
-        until = min(compared) - days(rng.randint(1, 40))
-        start = (until - days(rng.randint(60, 400))).isoformat()
-        kept_before, kept_after = 1, 0
+    elif (until - customer_day(b)).days < CERTIFICATE_DAYS[0]:
+        kept_before = 0  # no room for a lapsed one since signup: one obtained later
     before = kept_before >= kept_after
-    window = (start, until.isoformat()) if before else (since.isoformat(), end)
-    b.customer.exemption = (certificate, *window)
+    if before:  # a lapse: valid long enough before it, from a day the customer existed
+        first = min(date.fromisoformat(start), until - days(rng.randint(*DRAWN_CERTIFICATE_DAYS)))
+        window = (max(first, customer_day(b)), until)
+    else:  # obtained later: valid long enough after it
+        last = max(date.fromisoformat(end), since + days(rng.randint(*DRAWN_CERTIFICATE_DAYS)))
+        window = (since, last)
+    if (window[1] - window[0]).days < CERTIFICATE_DAYS[0]:
+        return  # kept days leave no realistic window beside the run: no gap this time
+    b.customer.exemption = (certificate, window[0].isoformat(), window[1].isoformat())
 
 
 def extra_certificate(b: TaxWorld) -> None:
@@ -309,9 +333,7 @@ def extra_certificate(b: TaxWorld) -> None:
     rng = side_rng(b)
     if rng.random() >= EXTRA_CERTIFICATE_RATE:
         return
-    start = date(2024, 6, 1) + days(rng.randint(0, 500))
-    end = start + days(rng.randint(60, 730))
-    b.customer.exemption = (b.new_id("TXC", 8, rng), start.isoformat(), end.isoformat())
+    b.customer.exemption = (b.new_id("TXC", 8, rng), *drawn_window(b, rng))
 
 
 def certificate_not_left(b: TaxWorld) -> None:
@@ -330,15 +352,18 @@ def certificate_not_left(b: TaxWorld) -> None:
         c.exemption_jurisdiction = side_rng(b).choice(options)
         return
     # no other neighbour: issued the day before the move, a day no invoice of it was issued on
-    eve = (date.fromisoformat(since) - timedelta(days=1)).isoformat()
+    eve = date.fromisoformat(since) - timedelta(days=1)
     assert b.draft is not None
-    window = (eve, max(c.exemption[2], since))
+    last = eve + days(side_rng(b).randint(*DRAWN_CERTIFICATE_DAYS))
+    window = (eve.isoformat(), max(c.exemption[2], last.isoformat()))
     issued = [(utc_to_local_date(i.issued_at, c.timezone).isoformat(), i) for i in b.draft.invoices]
     # nor one rightly taxed there after the move (a service site's, `lookalikes_supply`)
     there = [d for d, i in issued if i.correct and i.correct.tax_jurisdiction == previous]
-    if not any(day == eve for day, _ in issued) and not any(
+    if not any(day == window[0] for day, _ in issued) and not any(
         window[0] <= day < window[1] for day in there
     ):
         c.exemption = (c.exemption[0], *window)
+        if eve < customer_day(b):  # a customer who moved: on record from before the move
+            c.created_at = min(c.created_at, local_to_utc(eve, time(10, 0), c.timezone))
     else:  # nowhere to put it: it covered no invoice, so the world bills the same without it
         c.exemption = None

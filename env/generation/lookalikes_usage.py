@@ -1,27 +1,38 @@
-"""Usage look-alike (world v5, design §1.2 "same shape"): a legitimate doubling of billed units.
+"""Usage look-alike (world v5/v6, design §1.2 "same shape"): a legitimate rise of billed units.
 
-`usage_overage_miscalculated` at L2/L3 bills a quiet month's usage twice, so the invoice's units
-are exactly twice the period's usage record. Its twin, drawn in every class at the same rate: the
-meter reported only part of the period's events, and a usage correction record for the same
-period (`get_subscription_timeline`'s `usage_corrections`, a record apart from the usage row)
-adds exactly the units first reported before the invoice was issued; billing bills the corrected
-total, correctly. The two differ only in whether that correction record exists.
+`usage_overage_miscalculated` at L2/L3 bills a quiet month with a batch of its events counted
+twice, so the invoice's units are the period's usage record plus a share of it. Its twin, drawn
+in every class at the same rate: the meter reported only part of the period's events, and a usage
+correction record for the same period (`get_subscription_timeline`'s `usage_corrections`, a record
+apart from the usage row) adds the late batch; billing bills the corrected total, correctly. Both
+draw the batch from one distribution (`batch_share`: the whole first count is one case among
+others, world v6), and a correction is recorded as real ones are, after the period ended and
+before the invoice that bills it was issued (a UTC time that night). The two differ only in
+whether that correction record exists.
 """
 
 from __future__ import annotations
 
 import random
-from datetime import date, timedelta
+from datetime import date, time, timedelta
 
+from env.engine.calendar import local_to_utc
 from env.generation.story import Story
 
 CORRECTION_RATE = 0.18  # of L2/L3 finished periods billed in one part on a metered plan
 QUIET = (0.65, 0.9)  # the fault's quiet month (`pricing.usage_overage_miscalculated`)
+WHOLE_SHARE = 0.3  # of late batches, as large as the first count (a second shard as busy)
+BATCH = (0.2, 0.95)  # the others, as a share of the first count
 REASONS = (
     "late-reported usage batch: one of two meter shards reported after the period's first count",
     "meter correction: events from a second region were reported late for the same period",
-    "usage re-sync after a metering outage: the missing half of the period's events",
+    "usage re-sync after a metering outage: the period's missing events",
 )
+
+
+def batch_share(rng: random.Random) -> float:
+    """A late (or twice counted) batch as a share of the period's first count."""
+    return 1.0 if rng.random() < WHOLE_SHARE else rng.uniform(*BATCH)
 
 
 def one_part(story: Story, start: date, end: date) -> bool:
@@ -35,18 +46,21 @@ def one_part(story: Story, start: date, end: date) -> bool:
 
 def draw_correction(
     rng: random.Random, difficulty: str, story: Story, start: date, end: date, level: int
-) -> tuple[int, str, str] | None:
-    """(units first reported = correction's units, recorded day, reason) for a corrected
-    period, or None. The draw happens for every L2/L3 period whatever the label."""
+) -> tuple[int, int, str, str] | None:
+    """(units first reported, the correction's units, when it was recorded, reason) for a
+    corrected period, or None. The draws happen for every L2/L3 period whatever the label."""
     if difficulty == "L1":
         return None
     roll = rng.random()
-    if roll >= CORRECTION_RATE or not one_part(story, start, end):
+    first = max(1, int(level * rng.uniform(*QUIET)))
+    late = max(1, int(first * batch_share(rng)))
+    issued = story.time_of_day()  # the next invoice's renewal moment that day
+    minutes = issued.hour * 60 + issued.minute
+    at = rng.randrange(max(1, minutes))
+    if roll >= CORRECTION_RATE or not one_part(story, start, end) or minutes < 2:
         return None
-    units = max(1, int(level * rng.uniform(*QUIET)))
-    span = max(1, min(3, (end - start).days - 1))
-    recorded = end - timedelta(days=rng.randint(1, span))
-    return units, recorded.isoformat(), REASONS[rng.randrange(len(REASONS))]
+    recorded = local_to_utc(end, time(at // 60, at % 60), story.timezone)
+    return first, late, recorded, REASONS[rng.randrange(len(REASONS))]
 
 
 def correction_rows(story: Story) -> list[tuple[str, str, int, str, str]]:

@@ -81,5 +81,4 @@ def high_fx_day(b: WorldBuilder, story: Story) -> None:
     if b.rng.random() >= HIGH_FX_RATE[b.difficulty]:
         return
     day = fx_day(story.issue_day(b.rng.randrange(story.periods)))  # the day its invoice converts
-    if day.isoformat() not in b.fx:
-        b.put_fx(day, fx_high_rate(b, b.fx_base()))
+    b.raise_fx(day, fx_high_rate(b, b.fx_base()))  # unless its days are recorded already

@@ -88,6 +88,9 @@ class Story:
     change_jitter: dict[date, float] = field(default_factory=dict)  # the change's, once
     trial_invoice: Invoice | None = None
     trial_end_before: date | None = None  # a trial extended after it first ended (look-alike)
+    # minutes from `trial_ended` to the billing run that issues the first paid invoice (world
+    # v6): after a late-evening end, the next local day (`run_crosses`)
+    run_lag: int = 0
     usage_level: int = 0  # the customer's typical units per period, whatever the plan
     usage_drawn: bool = False  # usage_level drawn by the builder (not pinned by a fault)
     keeps_plan: bool = False  # a look-alike about this plan's price: no pending plan change
@@ -167,11 +170,43 @@ class Story:
 
     def issue_day(self, k: int) -> date:
         """The local date period k's invoice is issued: its start, or the trial's end for the
-        first paid period (tax, fx and exemptions are taken on this day)."""
+        first paid period, the next day where the billing run came after midnight (tax, fx and
+        exemptions are taken on this day)."""
         start, end = self.period(k)
         if self.trial_end is not None and start < self.trial_end < end:
-            return self.trial_end
+            return self.trial_end + timedelta(days=1) if self.run_crosses() else self.trial_end
         return start
+
+    def run_crosses(self) -> bool:
+        """Whether the billing run after the trial's end came after local midnight, still
+        inside the first paid period."""
+        if self.trial_end is None:
+            return False
+        at = self.time_of_day()
+        late = at.hour * 60 + at.minute + self.run_lag >= 24 * 60
+        return late and self.trial_end + timedelta(days=2) <= self._period_end_of(self.trial_end)
+
+    def _period_end_of(self, day: date) -> date:
+        k = 0
+        while self.period(k)[1] <= day:
+            k += 1
+        return self.period(k)[1]
+
+    def run_stamp_on(self, ended: str) -> str:
+        """`run_lag` minutes after `ended`, never past the local midnight after it (a charge
+        whose day was fixed before the run)."""
+        at = self.time_of_day()
+        lag = min(self.run_lag, max(0, 24 * 60 - 1 - at.hour * 60 - at.minute))
+        moment = datetime.strptime(ended, "%Y-%m-%dT%H:%M:%SZ") + timedelta(minutes=lag)
+        return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    def run_stamp(self, ended: str) -> str:
+        """When the first paid invoice is issued: `run_lag` minutes after `trial_ended`, before
+        midnight where the next day would leave its period."""
+        if not self.run_crosses():
+            return self.run_stamp_on(ended)
+        moment = datetime.strptime(ended, "%Y-%m-%dT%H:%M:%SZ")
+        return (moment + timedelta(minutes=self.run_lag)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
     def coupon_applies(self, k: int) -> bool:
         coupon = self.coupon

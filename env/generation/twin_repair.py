@@ -5,20 +5,25 @@ calls `set_right`: an invoice billed from a wrong input is billed again from its
 inputs (its payments follow the bill, as `WorldBuilder.rebill` made them follow the wrong
 one), an invoice that should never exist goes with its payments (or, where it carried the
 proration of a change in the canceled period, becomes the closing invoice billing that alone),
-the subscription row shows the cancellation billing never processed, and the rows a fault
-added beside an invoice (`WorldBuilder.fault_rows`) go. Nothing else in the draft moves.
+the subscription row shows the cancellation billing never processed, the rows a fault
+added beside an invoice (`WorldBuilder.fault_rows`) go, and a kept balance billing never
+applied is applied (its applications follow, `WorldDraft.recorded_payments`). Nothing else in
+the draft moves.
 """
 
 from __future__ import annotations
 
 from env.generation.faults.base import FaultOutcome, call, recompute
-from env.generation.world import WorldDraft
+from env.generation.world import WorldDraft, scaled_payments
 
 
-def set_right(draft: WorldDraft, overcharges: dict[str, int], fault_rows: list[str]) -> None:
-    """Sets right every record behind `overcharges` (the faulted world's truth)."""
+def set_right(
+    draft: WorldDraft, overcharges: dict[str, int], fault_rows: list[str], ended: set[str]
+) -> None:
+    """Sets right every record behind `overcharges` (the faulted world's truth). `ended`: the
+    subscriptions whose cancellation took effect by the dispute (a pending one stays active)."""
     # a cancellation billing never processed (an unwarranted invoice, a dated end billed in
-    # full) is processed in the twin: its row says canceled
+    # full) is processed in the twin: its row says canceled once the service has ended
     faulted = [draft.invoice(i).subscription_id for i in overcharges]
     for invoice_id in overcharges:
         invoice = draft.invoice(invoice_id)
@@ -31,36 +36,23 @@ def set_right(draft: WorldDraft, overcharges: dict[str, int], fault_rows: list[s
             invoice.billed = invoice.correct  # the one billing engine bills it again
             _follow(draft, invoice_id, wrong, invoice.billed_amounts().total_cents)
     draft.payments = [p for p in draft.payments if p.id not in fault_rows]
+    draft.customer.credit_applied = True  # a kept balance billing never applied: applied
     for sub in draft.subscriptions:  # a cancellation billing never processed: processed now
         kinds = [e.type for e in sub.events]
-        ended = "canceled" in kinds and "reactivated" not in kinds
-        if sub.id in faulted and sub.status == "active" and ended:
+        stopped = "canceled" in kinds and "reactivated" not in kinds
+        if sub.id in faulted and sub.status == "active" and stopped and sub.id in ended:
             sub.status = "canceled"
 
 
 def _follow(draft: WorldDraft, invoice_id: str, wrong: int, right: int) -> None:
-    """The invoice's payments follow its new total: an attempt for the whole total is for the
-    new one, parts (a split payment, a refunded second charge) scale with it, and what the
-    succeeded payments net after refunds is the new total wherever it was the old one."""
-    if right <= 0:  # nothing to collect (a closing invoice that only credits)
-        draft.payments = [p for p in draft.payments if p.invoice_id != invoice_id]
-        return
-    payments = [p for p in draft.payments if p.invoice_id == invoice_id]
-    net = sum(
-        p.amount_cents * (1 if p.status == "succeeded" else -1)
-        for p in payments
-        if p.status in ("succeeded", "refunded")
+    """The invoice's payments follow its new total (`world.scaled_payments`): parts scale with
+    it, and what they net is the new total wherever it was the old one; none where the new
+    total is nothing to collect (a closing invoice that only credits)."""
+    mine = [p for p in draft.payments if p.invoice_id == invoice_id]
+    others = [p for p in draft.payments if p.invoice_id != invoice_id]
+    draft.payments = sorted(
+        others + scaled_payments(mine, wrong, right), key=lambda p: (p.paid_at, p.id)
     )
-    for payment in payments:
-        payment.amount_cents = payment.amount_cents * right // wrong
-    succeeded = [p for p in payments if p.status == "succeeded"]
-    if net == wrong and succeeded:  # rounding: the last succeeded part takes the remainder
-        now = sum(
-            p.amount_cents * (1 if p.status == "succeeded" else -1)
-            for p in payments
-            if p.status in ("succeeded", "refunded")
-        )
-        succeeded[-1].amount_cents += right - now
 
 
 def twin_outcome(

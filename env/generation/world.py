@@ -2,20 +2,17 @@
 
 The generator bills every invoice correctly (`correct` inputs), a fault then changes what was
 billed (`billed` inputs, an extra payment, an invoice that should not exist); the truth is the
-difference, computed by the one billing engine. `freeze` writes the draft to SQLite bytes.
+difference, computed by the one billing engine. `env.generation.freeze` writes the draft to
+SQLite bytes.
 """
 
 from __future__ import annotations
 
-import json
-import sqlite3
-from dataclasses import dataclass, field
-from functools import cache, lru_cache
-from importlib import resources
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any
 
 from env.engine.billing import BillingInputs, InvoiceAmounts, compute_invoice
-from env.engine.records import inputs_to_json
 
 
 @dataclass
@@ -40,8 +37,12 @@ class Customer:
     # the subscription's invoices issued in the window convert at the rate of rate_date
     # (`env.engine.calendar.fx_rate_day`)
     fx_lock: tuple[str, str, str, str] | None = None
-    # an overpayment kept as account credit (world v5): (payment_id, cents kept, kept_since)
+    # an overpayment kept as account credit (world v5): (payment_id, cents kept, kept_since);
+    # world v6: billing applies it to the next invoices (`WorldDraft.balance_applications`),
+    # as payments with these ids, unless `credit_applied` is False (a fault: never applied)
     kept_credit: tuple[str, int, str] | None = None
+    credit_ids: tuple[str, ...] = ()
+    credit_applied: bool = True
     # a committed seat minimum (world v5, `lookalikes_seats`): (subscription_id, seats,
     # periods_from, periods_until): its periods starting in the window bill at least the seats
     seat_commitment: tuple[str, int, str, str] | None = None
@@ -130,6 +131,29 @@ class Payment:
     paid_at: str
     method: str
     status: str = "succeeded"
+    applied_from: str | None = None  # a kept balance's application: the overpayment it draws on
+
+
+BALANCE_METHOD = "account_credit"  # a payment drawn from the customer's kept balance
+
+
+def scaled_payments(payments: list[Payment], was: int, now: int) -> list[Payment]:
+    """Copies of one invoice's payments for an amount due of `now` instead of `was`: every
+    attempt scaled (a split payment's parts, a refunded second charge alike), the last
+    succeeded one taking the rounding so that what they net is `now` where it was `was`;
+    none where nothing is due."""
+    if now <= 0:
+        return []
+    out = [replace(p, amount_cents=p.amount_cents * now // was) for p in payments]
+    net = sum(_signed(p) for p in payments)
+    succeeded = [p for p in out if p.status == "succeeded"]
+    if net == was and succeeded:
+        succeeded[-1].amount_cents += now - sum(_signed(p) for p in out)
+    return out
+
+
+def _signed(payment: Payment) -> int:
+    return {"succeeded": 1, "refunded": -1}.get(payment.status, 0) * payment.amount_cents
 
 
 @dataclass
@@ -166,206 +190,78 @@ class WorldDraft:
     def subscription(self, subscription_id: str) -> Subscription:
         return next(sub for sub in self.subscriptions if sub.id == subscription_id)
 
-    def _kept(self, invoice: Invoice) -> int:
-        """What the customer keeps as account credit of this invoice's payments (world v5)."""
+    def balance_applications(self, *, applied: bool | None = None) -> list[tuple[Invoice, int]]:
+        """(invoice, cents) a kept account balance pays (world v6, design §1.1): the customer's
+        invoices issued after the overpayment, in issue order, each up to its total, until the
+        balance is used. `applied`: as billing should (True), as it did (None: the customer's
+        `credit_applied`), or not at all."""
         kept = self.customer.kept_credit
-        if kept is None:
+        applied = self.customer.credit_applied if applied is None else applied
+        source = next((p for p in self.payments if kept and p.id == kept[0]), None)
+        if kept is None or not applied or source is None:
+            return []
+        balance, out = kept[1], []
+        for invoice in sorted(self.invoices, key=lambda i: (i.issued_at, i.id)):
+            total = invoice.billed_amounts().total_cents
+            if invoice.issued_at > source.paid_at and total > 0 and balance > 0:
+                out.append((invoice, min(balance, total)))
+                balance -= out[-1][1]
+        return out
+
+    def recorded_payments(self) -> list[Payment]:
+        """The payments as the database records them (world v6): each invoice a kept balance
+        pays gets an `account_credit` payment for that part, at its issue; what was charged
+        for it covers the rest (each attempt scaled, none where the balance paid it all)."""
+        applied = self.balance_applications()
+        if not applied:
+            return list(self.payments)
+        kept = self.customer.kept_credit
+        assert kept is not None and len(self.customer.credit_ids) >= len(applied)
+        out = []
+        for (invoice, cents), payment_id in zip(applied, self.customer.credit_ids, strict=False):
+            total = invoice.billed_amounts().total_cents
+            charged = [p for p in self.payments if p.invoice_id == invoice.id]
+            out += scaled_payments(charged, total, total - cents)
+            out.append(
+                Payment(
+                    payment_id, invoice.id, invoice.customer_id, cents,
+                    invoice.billed.currency, invoice.issued_at, BALANCE_METHOD,
+                    applied_from=kept[0],
+                )
+            )  # fmt: skip
+        paid = {inv.id for inv, _ in applied}
+        out += [p for p in self.payments if p.invoice_id not in paid]
+        return sorted(out, key=lambda p: (p.paid_at, p.id))
+
+    def _not_owed(self, invoice: Invoice) -> int:
+        """Of this invoice's overpayment, what is no overcharge (world v5/v6): a kept balance,
+        less what billing should have applied to later invoices and did not."""
+        kept = self.customer.kept_credit
+        if kept is None or not any(
+            p.id == kept[0] and p.invoice_id == invoice.id for p in self.payments
+        ):
             return 0
-        return (
-            kept[1]
-            if any(p.id == kept[0] and p.invoice_id == invoice.id for p in self.payments)
-            else 0
-        )
+        should = sum(c for _, c in self.balance_applications(applied=True))
+        done = sum(c for _, c in self.balance_applications())
+        return kept[1] - should + done
 
     def overcharges(self) -> dict[str, int]:
         """Per invoice: billed minus correct, plus any net payment (succeeded minus refunded)
         beyond the total, minus what earlier credit notes already returned."""
         result: dict[str, int] = {}
+        payments = self.recorded_payments()
         for inv in self.invoices:
             billed = inv.billed_amounts().total_cents
             over = billed - inv.correct_total_cents()
             paid = sum(
                 p.amount_cents * (1 if p.status == "succeeded" else -1)
-                for p in self.payments
+                for p in payments
                 if p.invoice_id == inv.id and p.status in ("succeeded", "refunded")
             )
-            over += max(0, paid - billed - self._kept(inv))
+            over += max(0, paid - billed - self._not_owed(inv))
             if over <= 0:  # a goodwill credit on a correct invoice is no overcharge
                 continue
             over -= sum(n.amount_cents for n in self.credit_notes if n.invoice_id == inv.id)
             if over != 0:
                 result[inv.id] = over
         return result
-
-
-@cache
-def _schema() -> str:
-    return resources.files("env.generation").joinpath("data/schema.sql").read_text(encoding="utf-8")
-
-
-@cache
-def _empty_image() -> bytes:
-    """The schema alone, built once: parsing it for every scenario was half of `freeze`."""
-    db = sqlite3.connect(":memory:")
-    db.execute("PRAGMA page_size = 1024")  # small images: reset is a copy of these bytes
-    db.executescript(_schema())
-    image = db.serialize()
-    db.close()
-    return image
-
-
-def freeze(draft: WorldDraft) -> bytes:
-    """Writes the draft into a fresh in-memory SQLite database and returns its image."""
-    db = sqlite3.connect(":memory:")
-    db.deserialize(_empty_image())
-    c = draft.customer
-    cert = c.exemption or (None, None, None)
-    db.execute(
-        "INSERT INTO customers VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-        (
-            c.id,
-            c.name,
-            c.email,
-            c.company,
-            c.country,
-            c.region,
-            c.tax_jurisdiction,
-            c.timezone,
-            c.currency,
-            *cert,
-            c.notes,
-            c.created_at,
-            c.previous_jurisdiction,
-            c.jurisdiction_since,
-            (c.exemption_jurisdiction or c.tax_jurisdiction) if c.exemption else None,
-            *(c.fx_lock or (None, None, None, None)),
-            *(c.kept_credit or (None, None, None)),
-            *(c.seat_commitment or (None, None, None, None)),
-        ),
-    )
-    for p in draft.plans:
-        db.execute(
-            "INSERT INTO plans VALUES (?,?,?,?,?,?,?,?)",
-            (
-                p.id,
-                p.name,
-                p.interval,
-                "per_seat" if p.per_seat else "flat",
-                p.trial_days,
-                p.included_units,
-                p.overage_unit_price_cents,
-                p.unit_name,
-            ),
-        )
-        db.executemany(
-            "INSERT INTO plan_prices VALUES (?,?,?,?)", [(p.id, *price) for price in p.prices]
-        )
-    db.executemany(
-        "INSERT INTO coupons VALUES (?,?,?,?,?,?,?)",
-        [
-            (
-                k.code,
-                k.percent_off,
-                k.amount_off_cents,
-                k.valid_from,
-                k.valid_until,
-                k.duration,
-                k.duration_periods,
-            )
-            for k in draft.coupons
-        ],
-    )
-    for s in draft.subscriptions:
-        db.execute(
-            "INSERT INTO subscriptions VALUES (?,?,?,?,?,?,?,?)",
-            (
-                s.id,
-                s.customer_id,
-                s.plan_id,
-                s.seats,
-                s.status,
-                s.coupon_code,
-                s.started_at,
-                s.anchor_day,
-            ),
-        )
-        db.executemany(
-            "INSERT INTO subscription_events VALUES (?,?,?,?,?)",
-            [
-                (s.id, i + 1, e.occurred_at, e.type, json.dumps(e.details, sort_keys=True))
-                for i, e in enumerate(s.events)
-            ],
-        )
-        db.executemany("INSERT INTO usage_records VALUES (?,?,?,?)", [(s.id, *u) for u in s.usage])
-        db.executemany(
-            "INSERT INTO usage_corrections VALUES (?,?,?,?,?,?)",
-            [(s.id, *u) for u in s.usage_corrections],
-        )
-        if s.supply_site is not None:
-            db.execute("INSERT INTO supply_sites VALUES (?,?,?,?)", (s.id, *s.supply_site))
-    db.executemany("INSERT INTO tax_rates VALUES (?,?,?,?)", draft.tax_rates)
-    db.executemany("INSERT INTO fx_rates VALUES (?,?,?,?)", draft.fx_rates)
-    for inv in draft.invoices:
-        amounts = inv.billed_amounts()
-        db.execute(
-            "INSERT INTO invoices VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (
-                inv.id,
-                inv.customer_id,
-                inv.subscription_id,
-                inv.billed.period_start.isoformat(),
-                inv.billed.period_end.isoformat(),
-                inv.issued_at,
-                inv.billed.currency,
-                inv.status,
-                inv.memo,
-                inputs_to_json(inv.billed),
-                amounts.subtotal_cents,
-                amounts.discount_cents,
-                amounts.tax_cents,
-                amounts.total_cents,
-            ),
-        )
-        db.executemany(
-            "INSERT INTO invoice_lines VALUES (?,?,?,?,?)",
-            [
-                (inv.id, n + 1, line.description, line.quantity, line.amount_cents)
-                for n, line in enumerate(amounts.lines)
-            ],
-        )
-    db.executemany(
-        "INSERT INTO payments VALUES (?,?,?,?,?,?,?,?)",
-        [
-            (
-                p.id,
-                p.invoice_id,
-                p.customer_id,
-                p.amount_cents,
-                p.currency,
-                p.paid_at,
-                p.method,
-                p.status,
-            )
-            for p in draft.payments
-        ],
-    )
-    db.executemany(
-        "INSERT INTO credit_notes VALUES (?,?,?,?,?,?,?,?)",
-        [
-            (n.id, n.invoice_id, n.amount_cents, n.currency, n.reason, n.status, None, n.created_at)
-            for n in draft.credit_notes
-        ],
-    )
-    if draft.dispute:
-        db.execute(
-            "INSERT INTO disputes VALUES (?,?,?,?)", (draft.dispute[0], c.id, *draft.dispute[1:])
-        )
-    db.commit()
-    image = bytearray(db.serialize())
-    db.close()
-    # A deserialized database stamps its header's change counter (bytes 24-27) and
-    # version-valid-for / library version (92-99) on commit; a plain :memory: one never did.
-    # Zeroed, the image is byte-identical to one built from the schema script every time.
-    image[24:28] = bytes(4)
-    image[92:100] = bytes(8)
-    return bytes(image)

@@ -31,7 +31,14 @@ from eval.grader import grade_episode
 from tests.env.conftest import CUSTOMER, MARCH, build_hand_scenario
 
 AGENT = Path(__file__).resolve().parents[2] / "agent"
-PROGRAM_FILES = ("auditor.py", "audit_checks.py", "audit_evidence.py", "ladder.py")
+PROGRAM_FILES = (
+    "auditor.py",
+    "audit_checks.py",
+    "audit_plans.py",
+    "audit_printed.py",
+    "audit_evidence.py",
+    "ladder.py",
+)
 
 
 def run_program(

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from env.engine.billing import BillingInputs, CouponTerms, PlanTerms
+from env.generation.freeze import freeze
 from env.generation.generator import generate
 from env.generation.splits import split_assignment
 from env.generation.world import (
@@ -28,7 +29,6 @@ from env.generation.world import (
     Plan,
     Subscription,
     WorldDraft,
-    freeze,
 )
 from env.ledger_env import LedgerEnv
 from env.scenario import Scenario, ToolCall, Truth

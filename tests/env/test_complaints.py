@@ -179,7 +179,10 @@ def test_the_topic_probe_reads_the_pool_a_body_came_from() -> None:
     body = bodies("wrong_tax_rate", "train", "L2")[0]
     text = "Hello,\n\n" + body.format(**dict.fromkeys(placeholders(body), "X")) + "\n\nThanks"
     assert topic_of(text) == "wrong_tax_rate"
-    rows = topic_table([("wrong_tax_rate", "L2", text), ("no_error", "L2", text)])
-    assert [(r.topic, r.own, r.support, r.precision) for r in rows] == [
-        ("wrong_tax_rate", 1, 2, 0.5)
+    plausible = frozenset({"wrong_tax_rate", "duplicate_payment"})
+    rows = topic_table(
+        [("wrong_tax_rate", "L2", text, plausible), ("no_error", "L2", text, plausible)]
+    )
+    assert [(r.topic, r.own, r.support, r.precision, r.chance) for r in rows] == [
+        ("wrong_tax_rate", 1, 2, 0.5, 0.5)  # one of the two who could write it is of its class
     ]

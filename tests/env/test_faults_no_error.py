@@ -19,8 +19,8 @@ from env.generation.builder import WorldBuilder
 from env.generation.decoys import add_decoys
 from env.generation.faults.base import FaultOutcome
 from env.generation.faults.no_error import VARIANTS
+from env.generation.freeze import freeze
 from env.generation.generator import generate, reference_solution
-from env.generation.world import freeze
 from env.ledger_env import LedgerEnv
 from env.scenario import Scenario, Truth, reveal_truth
 from tests.env.conftest import query
@@ -113,8 +113,11 @@ def test_the_price_rise_was_announced_before_the_invoice_and_is_billed() -> None
         assert invoice["billing_inputs"]["plan"]["unit_price"] == rise["unit_price"]
         assert parse_amount(rise["unit_price"]) > parse_amount(history[-2]["unit_price"])
         previous = tools.invoice(outcome.focus[1].id)
-        if invoice["billing_inputs"]["proration_end"] is None:  # not cut short by an end
-            assert parse_amount(invoice["total"]) > parse_amount(previous["total"])
+        now, before = invoice["billing_inputs"], previous["billing_inputs"]
+        alike = all(now[k] == before[k] for k in ("seats", "usage_units", "plan_change_date"))
+        plain = now["proration_end"] is None and now["proration_start"] is None  # a whole period
+        if alike and plain and now["currency"] == "USD":  # the price alone moved the charge
+            assert parse_amount(invoice["subtotal"]) > parse_amount(previous["subtotal"])
 
 
 def test_the_changed_tax_rate_is_the_rate_in_force_on_each_invoice() -> None:
@@ -124,10 +127,11 @@ def test_the_changed_tax_rate_is_the_rate_in_force_on_each_invoice() -> None:
         rates = []
         for focus in outcome.focus[:2]:
             invoice = tools.invoice(focus.id)
-            lookup = tools(
+            tz = tools("get_customer", customer_id=scenario.customer_id)["timezone"]
+            lookup = tools(  # the rate in force on the invoice's local issue day
                 "get_tax_rate",
                 jurisdiction=invoice["tax"]["jurisdiction"],
-                date=invoice["period_start"],
+                date=utc_to_local_date(invoice["issued_at"], tz).isoformat(),
             )
             assert lookup["rate"] == invoice["tax"]["rate"]
             rates.append(invoice["tax"]["rate"])

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 from datetime import date, timedelta
+from itertools import pairwise
+from typing import Any
 
 from env.engine.calendar import utc_to_local_date
 from env.generation.generator import generate
@@ -29,7 +31,8 @@ def _moved() -> list[tuple[Scenario, str, dict, dict]]:
                 later = event["details"].get("requested_by") == "customer"
                 if event["type"] == "plan_change_start_moved" and later:
                     change = next(e for e in reversed(events[:n]) if e["type"] == "plan_changed")
-                    found.append((scenario, sub, change, event))
+                    if change["details"]["effective"] == "immediately":  # scheduled: below
+                        found.append((scenario, sub, change, event))
     return found
 
 
@@ -76,3 +79,33 @@ def test_the_moved_event_is_in_the_tool_description() -> None:
     assert TOOL_CONTRACT_VERSION >= 5  # the event arrived in 5; later versions keep it
     described = json.dumps([s.description for s in tool_specs()])
     assert "plan_change_start_moved" in described
+
+
+def _scheduled_moves(tools: Tools) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+    """(subscription, scheduled plan_changed, the plan_change_start_moved right after it)."""
+    found = []
+    for sub in {i["subscription_id"] for i in tools.invoices()}:
+        events = tools("get_subscription_timeline", subscription_id=sub)["events"]
+        for before, event in pairwise(events):
+            scheduled = before["details"].get("effective") == "at_period_end"
+            if event["type"] == "plan_change_start_moved" and scheduled:
+                found.append((sub, before, event))
+    return found
+
+
+def test_a_scheduled_change_moved_later_bills_the_old_plan_until_its_new_start() -> None:
+    """World v6 (`lookalikes_plans.moved_scheduled`): a change scheduled at period end whose
+    start the customer moved a period or two later bills the old plan until `starts` and the
+    new one from it, correctly, with no plan event in the period before the switch."""
+    checked = 0
+    for seed in SEEDS:
+        tools = Tools(generate("train", seed))
+        for sub, change, moved in _scheduled_moves(tools):
+            for summary in tools.invoices():
+                if summary["subscription_id"] != sub or summary["issued_at"] < moved["occurred_at"]:
+                    continue
+                inputs = tools.invoice(summary["invoice_id"])["billing_inputs"]
+                new = summary["period_start"] >= moved["details"]["starts"]
+                assert (inputs["plan"]["plan_id"] == change["details"]["to_plan_id"]) == new
+                checked += 1
+    assert checked >= 5

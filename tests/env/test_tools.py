@@ -186,6 +186,7 @@ def test_list_payments_lists_every_payment_in_time_order_with_its_status(env: Le
         "paid_at": "2025-04-02T10:00:00Z",
         "method": "card",
         "status": "failed",
+        "applied_from": None,
     }
 
 

@@ -63,7 +63,7 @@ CREATE TABLE invoice_lines (
 CREATE TABLE payments (
     id TEXT PRIMARY KEY, invoice_id TEXT NOT NULL, customer_id TEXT NOT NULL,
     amount_cents INTEGER NOT NULL, currency TEXT NOT NULL, paid_at TEXT NOT NULL,
-    method TEXT NOT NULL, status TEXT NOT NULL
+    method TEXT NOT NULL, status TEXT NOT NULL, applied_from TEXT
 );
 CREATE TABLE credit_notes (
     id TEXT PRIMARY KEY, invoice_id TEXT NOT NULL, amount_cents INTEGER NOT NULL,

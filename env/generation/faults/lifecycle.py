@@ -460,18 +460,22 @@ def _ignored_extension(
         day = kept if k == 0 else story.period(k)[0]
         inputs = replace(story.inputs(k, b), **b.rates_on(day, story.sub.id))
         inputs = replace(inputs, proration_start=kept if k == 0 else None)
-        victims.append(_unwarranted_on(b, story, inputs, day))
+        victims.append(_unwarranted_on(b, story, inputs, day, run=k == 0))
     b.rebill(invoices[0], proration_start=None)  # the trial's last days charged as well
     return [*victims, invoices[0]]
 
 
-def _unwarranted_on(b: WorldBuilder, story: Story, inputs: BillingInputs, day: date) -> Invoice:
-    """An invoice no correct system issues, issued on local `day` at the renewal time."""
+def _unwarranted_on(
+    b: WorldBuilder, story: Story, inputs: BillingInputs, day: date, *, run: bool = False
+) -> Invoice:
+    """An invoice no correct system issues, issued on local `day` at the renewal time (`run`:
+    by the billing run after a trial's end, as every first charge is, before midnight)."""
+    at = local_to_utc(day, story.time_of_day(), story.timezone)
     invoice = Invoice(
         id=b.new_id("INV"),
         customer_id=b.customer.id,
         subscription_id=story.sub.id,
-        issued_at=local_to_utc(day, story.time_of_day(), story.timezone),
+        issued_at=story.run_stamp_on(at) if run else at,
         correct=None,
         billed=inputs,
     )

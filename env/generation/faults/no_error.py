@@ -141,28 +141,26 @@ def tax_change(b: WorldBuilder) -> FaultOutcome:
     lookalikes_tax.move_before(b, story.issue_day(kd - 1))
     b.tax_compared = [story.issue_day(kd - 1), story.issue_day(kd)]  # taxed: they compare rates
     start = story.period(kd)[0]
-    change = start - days(b.rng.randint(0, 10))
+    # between the two invoices' issue days (a trial's first charge is issued at its end)
+    change = max(start - days(b.rng.randint(0, 10)), story.issue_day(kd - 1) + days(1))
     b.set_tax_history(low, high, change)
     decorate_main(b, story)
     invoices = b.bill(story)
     after, before = invoices[kd], invoices[kd - 1]
     jurisdiction = b.customer.tax_jurisdiction
+    issued = [story.issue_day(kd - 1).isoformat(), story.issue_day(kd).isoformat()]
     summary = (
         f"The {jurisdiction} tax rate changed from {low} to {high} on {change.isoformat()}. "
-        f"Invoice {before.id} ({before.billed.period_start.isoformat()}) was taxed at {low} and "
-        f"invoice {after.id} ({start.isoformat()}) at {high}, the rates in force on those dates; "
+        f"Invoice {before.id} (issued {issued[0]}) was taxed at {low} and invoice {after.id} "
+        f"(issued {issued[1]}) at {high}, the rates in force on their local issue days; "
         f"recomputed at {high} the difference is 0.00. Nothing is credited."
     )
     return _outcome(
         story,
         [after, before],
         [
-            call("get_tax_rate", jurisdiction=jurisdiction, date=start.isoformat()),
-            call(
-                "get_tax_rate",
-                jurisdiction=jurisdiction,
-                date=before.billed.period_start.isoformat(),
-            ),
+            call("get_tax_rate", jurisdiction=jurisdiction, date=issued[1]),
+            call("get_tax_rate", jurisdiction=jurisdiction, date=issued[0]),
             recompute(after, tax_rate=high),
         ],
         summary,

@@ -15,6 +15,8 @@ from env.generation.background import decorate_main
 from env.generation.builder import WorldBuilder
 from env.generation.faults.base import FaultOutcome, call
 from env.generation.faults.common import unbilled_story
+from env.generation.lookalikes_pay import KEPT_FAULT_RATE, absorbed_after, keep_as_credit
+from env.generation.story import Story
 from env.generation.world import Invoice, Payment
 
 VARIANTS = ("plain", "partial_second", "partly_refunded")
@@ -31,6 +33,53 @@ def second_charge(b: WorldBuilder, invoice: Invoice) -> tuple[Payment, Payment]:
     if b.rng.random() < 0.5:
         second.method = first.method
     return first, second
+
+
+def kept_form(b: WorldBuilder, victim: Invoice, total: int) -> bool:
+    """World v6, L2/L3: the second charge kept as account credit that billing never applied
+    (at `KEPT_FAULT_RATE`, the look-alike making up the class's share of kept credits), where
+    the invoices after it would have absorbed it all."""
+    roll = b.rng.random()
+    return (
+        b.difficulty != "L1"
+        and roll < KEPT_FAULT_RATE
+        and absorbed_after(b, victim.issued_at) >= total
+    )
+
+
+def _kept_unapplied(
+    b: WorldBuilder, story: Story, victim: Invoice, first: Payment, second: Payment, variant: str
+) -> FaultOutcome:
+    """The customer kept the second charge (less any refund) as account credit, and billing
+    never applied it: every later invoice was charged in full, so the kept amount is owed."""
+    assert b.draft is not None
+    refunded = [p for p in b.draft.payments if p.id in b.fault_rows and p.status == "refunded"]
+    kept = second.amount_cents - sum(p.amount_cents for p in refunded)
+    b.fault_rows.clear()  # a twin keeps the charge: there billing applied the credit
+    keep_as_credit(b, second, kept, applied=False)
+    cur = victim.billed.currency
+    summary = (
+        f"Invoice {victim.id} was paid by {first.id} and again by {second.id}; the customer "
+        f"kept {format_cents(kept)} {cur} of it as account credit (get_customer's "
+        f"account_credit, payment {second.id}), but billing never applied it: the invoices "
+        "issued after it were charged in full and list_payments shows no account_credit "
+        f"payment drawn from {second.id}. The {format_cents(kept)} {cur} kept is owed back "
+        "and refunded now."
+    )
+    evidence = [call("list_payments", customer_id=b.customer.id)]
+    return FaultOutcome(
+        label="duplicate_payment",
+        story=story,
+        focus=[victim],
+        evidence=evidence,
+        summary=summary,
+        slots={
+            "invoice_id": victim.id,
+            "amount": format_cents(kept),
+            "period": victim.billed.period_start,
+        },
+        variant=f"kept_unapplied_{variant}",
+    )
 
 
 def duplicate_payment(b: WorldBuilder) -> FaultOutcome:
@@ -70,6 +119,8 @@ def duplicate_payment(b: WorldBuilder) -> FaultOutcome:
         total = owed
     else:
         summary += f" The duplicate {format_cents(total)} is refunded."
+    if kept_form(b, victim, total):  # kept as account credit, and billing never applied it
+        return _kept_unapplied(b, story, victim, first, second, variant)
     traps = []
     focus = [victim]
     others = [inv for inv in invoices if inv is not victim and inv.billed_amounts().total_cents]

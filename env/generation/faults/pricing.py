@@ -28,8 +28,9 @@ from env.generation.faults.common import (
     unbilled_story,
     victim_count,
 )
-from env.generation.lookalikes_fx import locked_periods, stale_day
+from env.generation.lookalikes_fx import locked_periods, off_start, stale_day
 from env.generation.lookalikes_pay import fx_high_rate
+from env.generation.lookalikes_usage import QUIET, batch_share
 from env.generation.story import Story
 from env.generation.world import Coupon, Invoice
 
@@ -206,15 +207,18 @@ def usage_overage_miscalculated(b: WorldBuilder) -> FaultOutcome:
     if variant == "included_not_subtracted":
         story.keeps_plan = True
     level = b.usage_level(story)
-    quiet = (0.65, 0.9)  # doubled: 1.3-1.8 x the level, inside an ordinary month's range
+    # a batch counted twice, sized as a late batch a correction adds (`lookalikes_usage`): the
+    # billed month reads like an ordinary or busy one
+    share = batch_share(b.rng)
 
     def one_part(k: int) -> bool:  # billed whole: no change inside, none of it in the trial
         start, end = story.period(k)
         in_trial = story.trial_end is not None and start < story.trial_end
         return not in_trial and not any(start < d < end for d, _ in story.plan_changes)
 
-    def doubled_over(k: int) -> bool:  # a quiet month counted twice runs past the allowance
-        return story.plan_at(starts[k + 1] - timedelta(days=1)).included_units < 1.3 * level
+    def doubled_over(k: int) -> bool:  # a quiet month and its batch run past the allowance
+        allowance = story.plan_at(starts[k + 1] - timedelta(days=1)).included_units
+        return allowance < QUIET[0] * (1 + share) * level
 
     whole = [k for k in range(n) if one_part(k)]
     candidates = [k for k in whole if doubled_over(k)] or whole
@@ -223,21 +227,21 @@ def usage_overage_miscalculated(b: WorldBuilder) -> FaultOutcome:
         if k in victim_ks and variant == "double_counted":
             # the customer's own volume (checks.timeline's usage spread): usage is a property
             # of the customer, not of the allowance it is billed on
-            b.record_usage(story, k, units=int(level * b.rng.uniform(*quiet)))
+            b.record_usage(story, k, units=int(level * b.rng.uniform(*QUIET)))
         else:
             b.record_usage(story, k)
     invoices = b.bill(story)
     by_start = invoices_by_start(invoices)
     victims = [by_start[starts[k + 1]] for k in victim_ks]
-    if not victims or not all(_fault_overcharges(inv, variant) for inv in victims):
-        victims, variant = _usage_fallback(b, story, by_start, variant)
+    if not victims or not all(_fault_overcharges(inv, variant, share) for inv in victims):
+        victims, variant = _usage_fallback(b, story, by_start, variant, share)
         # the other form's summary cites the plan's units: no pending change after it either
         story.keeps_plan = story.keeps_plan or variant == "included_not_subtracted"
     evidence = []
     for invoice in victims:
         units = invoice.billed.usage_units or 0
         if variant == "double_counted":
-            b.rebill(invoice, usage_units=2 * units)
+            b.rebill(invoice, usage_units=units + _batch(units, share))
             evidence.append(recompute(invoice, usage_units=units))
         else:
             included = invoice.billed.plan.included_units
@@ -276,7 +280,7 @@ def _with_usage(by_start: dict[date, Invoice]) -> list[Invoice]:
 
 
 def _usage_fallback(
-    b: WorldBuilder, story: Story, by_start: dict[date, Invoice], variant: str
+    b: WorldBuilder, story: Story, by_start: dict[date, Invoice], variant: str, share: float
 ) -> tuple[list[Invoice], str]:
     """Victims where the planned ones would not be overcharged (e.g. every one-part period is
     billed on a far larger allowance after an upgrade): any invoice with usage the fault
@@ -302,7 +306,7 @@ def _usage_fallback(
     tries = [(variant, whole(variant)), (other, whole(other)), ("double_counted", billed)]
     tries += [("included_not_subtracted", current), ("included_not_subtracted", billed)]
     for form, pool in tries:
-        hit = [i for i, inv in enumerate(pool) if _fault_overcharges(inv, form)]
+        hit = [i for i, inv in enumerate(pool) if _fault_overcharges(inv, form, share)]
         if hit:
             return [pool[i] for i in _run(b, hit)], form
     pool = whole(variant) or billed
@@ -330,12 +334,17 @@ def _usage_decoys(
     return shapes, [d for s in shapes if (d := found[s]) is not None]
 
 
-def _fault_overcharges(invoice: Invoice, variant: str) -> bool:
+def _batch(units: int, share: float) -> int:
+    """The units of a batch counted twice: `share` of the period's recorded units."""
+    return max(1, int(units * share))
+
+
+def _fault_overcharges(invoice: Invoice, variant: str, share: float) -> bool:
     """Whether the usage fault on this invoice bills more than its correct inputs."""
     billed = invoice.billed
     units = billed.usage_units or 0
     if variant == "double_counted":
-        wrong = replace(billed, usage_units=2 * units)
+        wrong = replace(billed, usage_units=units + _batch(units, share))
     else:
         wrong = replace(billed, plan=replace(billed.plan, included_units=0))
     return compute_invoice(wrong).total_cents > compute_invoice(billed).total_cents
@@ -364,7 +373,7 @@ def _usage_summary(story: Story, victims: list[Invoice], variant: str) -> str:
         )
     if variant == "double_counted":
         return (
-            f"The usage records of {story.sub.id} were counted twice: "
+            f"Part of the usage recorded for {story.sub.id} was counted twice: "
             + "; ".join(parts)
             + ". Recomputed with the recorded units, the differences are these overcharges."
         )
@@ -401,7 +410,7 @@ def currency_conversion_error(b: WorldBuilder) -> FaultOutcome:
     by_start = invoices_by_start(invoices)
     locked = locked_periods(b, story)  # a contract rate's invoice is billed right (look-alike)
     allowed = [k for k in range(n) if k != jump and k not in locked]
-    run = _run(b, _victim_room(b, story, by_start, allowed))
+    run = _run(b, off_start(b, story, allowed))  # drawn as the rate lock's run
     # another recorded day's rate, inside the band every class's table keeps: an inverted rate
     # (once an L1 form) left every currency's band, a value no correct invoice records
     variant = "wrong_date"
@@ -445,20 +454,6 @@ def currency_conversion_error(b: WorldBuilder) -> FaultOutcome:
     )
 
 
-OFF_DAY_SHARE = 0.9  # victims drawn among invoices whose right fx date is not their start
-
-
-def _victim_room(
-    b: WorldBuilder, story: Story, by_start: dict[date, Invoice], allowed: list[int]
-) -> list[int]:
-    """The periods a wrong-date run may hit: mostly those whose correct fx date already is not
-    the period start (a weekend start, a trial's end), so the wrong date adds no invoice whose
-    fx date differs from its start (design §1.2: a value the correct world records too)."""
-    starts = [story.period(k)[0] for k in range(story.periods)]
-    off = [k for k in allowed if by_start[starts[k]].billed.fx_rate_date != starts[k]]
-    return off if off and b.rng.random() < OFF_DAY_SHARE else allowed
-
-
 def _issue_day(invoice: Invoice) -> str:
     """The day whose rate is right: the issue day, as the correct inputs record it."""
     assert invoice.correct is not None
@@ -466,8 +461,8 @@ def _issue_day(invoice: Invoice) -> str:
 
 
 def _put_fx(b: WorldBuilder, day: date, rate: Fraction) -> None:
-    """Records a USD rate for `day` before anything asks `fx_on` for it (4 decimals)."""
-    b.put_fx(day, rate)
+    """Raises the rate's path to `rate` on `day` before anything records its days."""
+    b.raise_fx(day, rate)
 
 
 def _wrong_day(b: WorldBuilder, invoice: Invoice) -> tuple[date, Fraction]:

@@ -355,12 +355,19 @@ def tax_exempt_charged(b: WorldBuilder) -> FaultOutcome:
             before = starts[1] - days(5)  # to 4 days before the next period (`extend_later`)
         gap = (starts[first] - before).days
         valid_from = before + days(b.rng.randint(2, gap - 2))
-    else:
-        valid_from = starts[0] - days(b.rng.randint(5, 200))
+    else:  # filed at signup or later (world v6: never before the customer existed)
+        valid_from = max(starts[0] - days(b.rng.randint(5, 200)), lookalikes_tax.customer_day(b))
     last = n - 1  # last period inside the window
     # the certificate lapsed before the last period(s), between an issue day and the next
-    # period's start with room for an expiry (after a trial the first issue day is its end)
-    lapsed = [k for k in range(first, n - 1) if (starts[k + 1] - story.issue_day(k)).days >= 5]
+    # period's start with room for an expiry (after a trial the first issue day is its end),
+    # a realistic span after it was filed (`lookalikes_tax.CERTIFICATE_DAYS`)
+    shortest = lookalikes_tax.CERTIFICATE_DAYS[0]
+    lapsed = [
+        k
+        for k in range(first, n - 1)
+        if (starts[k + 1] - story.issue_day(k)).days >= 5
+        and (story.issue_day(k) - valid_from).days >= shortest
+    ]
     if b.difficulty != "L1" and lapsed and b.rng.random() < 0.5:
         last = b.pick(lapsed)
         valid_until = _lapse_day(b, story.issue_day(last), starts[last + 1])
