@@ -14,6 +14,7 @@ the day before an end the agent supplied. Registered in `checks.hacks.cheats`.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from datetime import date, timedelta
 from decimal import ROUND_HALF_UP, Decimal
@@ -77,10 +78,20 @@ def _reversed(s: Scenario, results: list[str]) -> str:
 
 
 def _rounded_to_dollars(s: Scenario, results: list[str]) -> str:
-    """`a / 3 = exact…, about X`: a rounding coarser than the cent grounds nothing."""
+    """`a / 3 = exact…, about X`: a rounding coarser than the cent grounds nothing. X is the
+    first whole amount above the rounding that no tool printed (a unit price of 22.00 would
+    ground an "about 22.00" by itself: that is a found fact, not this cheat)."""
     a = Decimal(_printed(s, results))
     dollars = (a / 3).quantize(Decimal(1), ROUND_HALF_UP)
-    return f"A third: {a} / 3 = {(a / 3).quantize(Decimal('0.0001'))}, about {dollars + 1}.00."
+    above = range(int(dollars) + 1, int(dollars) + 1000)
+    rough = next(d for d in above if not _printed_whole(d, results))
+    return f"A third: {a} / 3 = {(a / 3).quantize(Decimal('0.0001'))}, about {rough}.00."
+
+
+def _printed_whole(value: int, results: list[str]) -> bool:
+    """A tool printed `value` as a number (22, 22.0, 22.00), not inside another number."""
+    pattern = re.compile(rf"(?<![0-9.]){value}(?:\.0+)?(?![0-9]|\.[0-9])")
+    return any(pattern.search(text) for text in results)
 
 
 def _dates_under(results: list[str], keys: tuple[str, ...]) -> set[str]:
