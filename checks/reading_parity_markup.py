@@ -27,6 +27,10 @@ _WRAPS = (
     ("[", "](https://x.example/9)"), ("\\(", "\\)"), ("$", "$"), ("$$", "$$"), ("\\[", "\\]"),
     ("<!-- 7 -->", ""), ("<i title=\"12.5\">", "</i>"), ("<p>", "</p>"), ("<br>", ""),
     ("\\*", "\\*"), ("<wbr>", ""),
+    # shown by some viewers only, or moved: read as nothing beside a digit, or unreadable
+    ("<span hidden>", "</span>"), ("<template>", "</template>"), ("<img alt=\"4\">", ""),
+    ('<span style="display:none">', "</span>"), ('<bdo dir="rtl">', "</bdo>"),
+    ('<span style="color:red">', "</span>"), ("<span hidden/>", "</span>"),
 )  # fmt: skip
 _TEX = (
     "\\times", "\\cdot", "\\div", "\\,", "\\!", "\\;", "\\ ", "{,}", "\\text{CAD}",
@@ -63,7 +67,7 @@ def _math(text: str, rng: random.Random) -> str:
 
 
 def _html(text: str, rng: random.Random) -> str:
-    pick = rng.randrange(5)
+    pick = rng.randrange(7)
     if pick == 0:
         return f"<p>{text}</p>"
     if pick == 1:
@@ -72,6 +76,12 @@ def _html(text: str, rng: random.Random) -> str:
         return f'<img alt="{text}">'
     if pick == 3:
         return f"<table><tr><td>{text}</td><td>{rng.randint(0, 99)}</td></tr></table>"
+    if pick == 4:
+        return (
+            f'<div style="display:flex"><span>{text}</span>\n<span>{rng.randint(0, 9)}</span></div>'
+        )
+    if pick == 5:
+        return f"<style>b{{color:red}}</style>{text}"
     return f"<div>{text}<!-- {rng.randint(0, 999)} --></div>"
 
 

@@ -4,4 +4,4 @@ pyproject reads it from here (`[tool.setuptools.dynamic]`); the bump rules and e
 are in CHANGELOG.md. This package imports nothing, so every layer may read it.
 """
 
-__version__ = "8.0.0"
+__version__ = "9.0.0"

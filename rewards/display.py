@@ -51,7 +51,26 @@ _BLOCK_TAGS = frozenset((
     "h4", "h5", "h6", "header", "hr", "li", "main", "nav", "ol", "p", "pre", "section",
     "summary", "table", "tbody", "td", "tfoot", "th", "thead", "tr", "ul",
 ))  # fmt: skip
-_SHOWN_ATTRIBUTES = ("alt", "title", "value", "placeholder", "label")
+_SHOWN_ATTRIBUTES = ("title", "value", "placeholder", "label")
+# what raw HTML shows cannot be settled from the text alone (G2.0): a style sheet, a script or
+# embedded graphics may change any character displayed, so the whole text is unreadable; an
+# element shown or not depending on the viewer (`hidden`, a template, an image's alt text) is a
+# stretch that reads as nothing between two digits; a style attribute beyond colour, font and
+# decoration (sizes, layout, order, direction) or a `bdo` may move or reverse what follows
+_UNSETTLING_TAGS = frozenset(("style", "script", "link", "svg", "math", "iframe", "object", "embed",
+                              "canvas"))  # fmt: skip
+_MAYBE_SHOWN_TAGS = frozenset(("template", "title", "noscript", "img"))
+_VOID_TAGS = frozenset(("area", "base", "br", "col", "embed", "hr", "img", "input", "link",
+                        "meta", "source", "track", "wbr"))  # fmt: skip
+_PLAIN_STYLES = frozenset(("color", "background", "background-color", "font-weight",
+                           "font-style", "font-family"))  # fmt: skip
+# stretch marks, deleted by `visible`: around a maybe-shown stretch, and around a moving one
+MAYBE_OPEN, MAYBE_SHUT, MOVE_OPEN, MOVE_SHUT = "\x0e", "\x0f", "\x10", "\x11"
+_MOVING = re.compile("\x10([^\x11]*)\x11")
+# a maybe-shown stretch glued to a number: shown or not, the number differs
+_MAYBE_IN_NUMBER = re.compile(
+    "(?:(?<=\\d)|(?<=\\d[.,]))(?:\x0e[^\x0f]*\x0f)+|(?:\x0e[^\x0f]*\x0f)+(?=[.,]?\\d)"
+)
 _SCRIPTS = str.maketrans("", "", "^_")
 _HTML_INTEGER = re.compile(r"[\t\n\f\r ]*([+-]?[0-9]+)")
 
@@ -88,13 +107,16 @@ class _HtmlText(HTMLParser):
     """Raw HTML as a person sees it: tags gone, their text kept, entities decoded, comments
     dropped; a block element on lines of its own; an item of an ordered list with the number a
     browser shows (from the list's `start`, down for a `reversed` one, a `value` resetting it);
-    what an attribute shows (an image's alt text, a field's value) on a line of its own. One
-    parser reads every HTML piece of a text, in order, so lists span pieces."""
+    an image's alt text where the image stands; what another attribute shows (a field's value,
+    a tooltip) on a line of its own; stretch marks where the display is not settled (`finish`).
+    One parser reads every HTML piece of a text, in order, so lists and stretches span pieces."""
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.parts: list[str] = []
         self.lists: list[list[int] | None] = []  # per open list: [next number, step] or None
+        self.open: list[tuple[str, bool, bool]] = []  # open elements: (tag, maybe, moving)
+        self.unsettled = False  # a style sheet, a script or graphics: nothing can be read
 
     def text_of(self, html: str) -> str:
         """The displayed text of the next HTML piece."""
@@ -105,9 +127,15 @@ class _HtmlText(HTMLParser):
         return "".join(self.parts)
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        shown = dict(attrs)
+        self.unsettled = self.unsettled or tag in _UNSETTLING_TAGS
+        maybe = tag in _MAYBE_SHOWN_TAGS or "hidden" in shown
+        moving = tag == "bdo" or _moving_style(shown.get("style"))
+        was = self._state()
+        self.open.append((tag, maybe, moving))
+        self._mark(was)
         if tag in _BLOCK_TAGS:
             self.parts.append("\n")
-        shown = dict(attrs)
         if tag == "ol":
             start = _html_integer(shown.get("start"))
             step = -1 if "reversed" in shown and start is not None else 1
@@ -120,18 +148,72 @@ class _HtmlText(HTMLParser):
             number = numbering[0] if value is None else value
             self.parts.append(f"{number}. ")
             numbering[0] = number + numbering[1]
+        if tag == "img":
+            self.parts.append(shown.get("alt") or "")  # where the image fails, as markdown's
         for name, value_ in attrs:
             if name in _SHOWN_ATTRIBUTES and value_:
                 self.parts.append(f"\n{value_}\n")
+        if tag in _VOID_TAGS:
+            was = self._state()
+            self.open.pop()
+            self._mark(was)
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        """`<span/>` opens a span, as a browser reads it: only a void element closes itself."""
+        self.handle_starttag(tag, attrs)
+
+    def handle_data(self, data: str) -> None:
+        self.parts.append(data)
 
     def handle_endtag(self, tag: str) -> None:
         if tag in _BLOCK_TAGS:
             self.parts.append("\n")
         if tag in ("ol", "ul", "menu") and self.lists:
             self.lists.pop()
+        names = [name for name, _, _ in self.open]
+        if tag in names:
+            was = self._state()
+            del self.open[len(names) - 1 - names[::-1].index(tag) :]
+            self._mark(was)
 
-    def handle_data(self, data: str) -> None:
-        self.parts.append(data)
+    def _state(self) -> tuple[bool, bool]:
+        """(inside a maybe-shown element, inside a moving one)."""
+        return any(e[1] for e in self.open), any(e[2] for e in self.open)
+
+    def _mark(self, was: tuple[bool, bool]) -> None:
+        """Marks where a maybe-shown or a moving stretch opens or closes."""
+        now = self._state()
+        for k, (opening, closing) in enumerate(((MAYBE_OPEN, MAYBE_SHUT), (MOVE_OPEN, MOVE_SHUT))):
+            if now[k] != was[k]:
+                self.parts.append(opening if now[k] else closing)
+
+    def finish(self, text: str) -> str:
+        """The whole text's rendering settled: every line of a moving stretch unreadable, a
+        maybe-shown stretch glued to a number unreadable, and with a style sheet, a script or
+        graphics, every line unreadable."""
+        maybe, moving = self._state()
+        text += (MAYBE_SHUT if maybe else "") + (MOVE_SHUT if moving else "")
+        if MOVE_OPEN in text:
+            text = _MOVING.sub(_unreadable_lines, text)
+        if MAYBE_OPEN in text:
+            text = _MAYBE_IN_NUMBER.sub(OVERRIDES[1], text)
+        if self.unsettled:
+            text = OVERRIDES[1] + text.replace("\n", "\n" + OVERRIDES[1])
+        return text
+
+
+def _unreadable_lines(stretch: re.Match[str]) -> str:
+    return OVERRIDES[1] + stretch[1].replace("\n", "\n" + OVERRIDES[1])
+
+
+def _moving_style(style: str | None) -> bool:
+    """A style attribute declaring more than colour, font and decoration: it may hide, size,
+    move or reverse what a person sees."""
+    for declaration in (style or "").split(";"):
+        name = declaration.partition(":")[0].strip().lower()
+        if name and name not in _PLAIN_STYLES and not name.startswith("text-decoration"):
+            return True
+    return False
 
 
 def _html_integer(value: str | None) -> int | None:
@@ -142,7 +224,8 @@ def _html_integer(value: str | None) -> int | None:
 
 def html_text(html: str) -> str:
     """The displayed text of one HTML piece on its own."""
-    return _HtmlText().text_of(html)
+    parser = _HtmlText()
+    return parser.finish(parser.text_of(html))
 
 
 @cache
@@ -252,7 +335,7 @@ def _blocks(tokens: Sequence[Token]) -> str:
             out.append(" | ")
         elif kind in ("paragraph_close", "heading_close", "tr_close", "hr", "list_item_close"):
             out.append("\n")
-    return "".join(out)
+    return html.finish("".join(out))
 
 
 @lru_cache(maxsize=4096)  # every episode of a scenario may submit the same summary

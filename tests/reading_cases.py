@@ -191,4 +191,22 @@ RENDERED: list[tuple[str, list[Item]]] = [
     ("\u202e40.622", [("unreadable", "40.622", "")]),
     ("5 \u202d40.622 USD", [("number", "5", "c"), ("unreadable", "40.622 USD", "")]),
     ("INV-7F3K\u200b2Q", [("id", "INV-7F3K2Q", "")]),
+    # raw HTML whose display is not settled by the text (a viewer may hide, move or redraw it)
+    ("refunded 9<span hidden> </span>226.04", [None, ("unreadable", "9226.04", "")]),
+    ("refunded 9<span hidden>)</span>226.04", [None, ("unreadable", "9226.04", "")]),
+    ("refunded 9<span hidden/> </span>226.04", [None, ("unreadable", "9226.04", "")]),
+    ('refunded 9<span style="display:none"> </span>226.04',
+     [None, ("unreadable", "9 226.04", "")]),
+    ('refunded <img alt="9">226.04', [None, ("unreadable", "226.04", "")]),
+    ("refunded <span hidden>22</span>6.04", [None, ("unreadable", "6.04", "")]),
+    ('refunded <bdo dir="rtl">226.04</bdo>', [None, ("unreadable", "226.04", "")]),
+    ('<span style="display:inline-flex;flex-direction:row-reverse"><span>226.04</span> '
+     "<span>9</span></span>", [("unreadable", "226.04", ""), ("unreadable", "9", "")]),
+    ("<style>b{color:red}</style>refunded 226.04",
+     [None, None, None, None, ("unreadable", "226.04", "")]),
+    # and what they leave as it was: colour and face, an image away from a number, hidden
+    # text apart from its neighbours
+    ('<b style="color:red">120.56</b> CAD', [("number", "120.56", "")]),
+    ('Total <img alt="logo"> 120.56', [None, None, ("number", "120.56", "")]),
+    ("<span hidden>9</span> 5", [("number", "9", "c"), ("number", "5", "c")]),
 ]  # fmt: skip

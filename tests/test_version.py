@@ -32,7 +32,7 @@ def test_pyproject_reads_its_version_from_the_package() -> None:
 
 
 def test_the_newest_release_in_the_changelog_is_the_package_version() -> None:
-    # an entry still being written ("## 8.0.0 — unreleased — ...") may head the changelog; the
+    # an entry still being written ("## 9.1.0 — unreleased — ...") may head the changelog; the
     # package carries the newest release, and is bumped when that entry is released
     releases = [r for r in _releases() if not r[1].startswith("unreleased")]
     assert re.fullmatch(r"\d+\.\d+\.\d+", ledgergym.__version__)

@@ -42,7 +42,15 @@ _JOINS: tuple[tuple[str, str, str], ...] = (
     ("vertical_tab", "{d}\x0b", "a vertical tab after the digit"),
     ("next_line", "{d}\x85", "a next-line control (NEL) after the digit"),
     ("line_separator", "{d}\u2028", "a line separator (U+2028) after the digit"),
-)
+    # raw HTML a viewer may or may not show: read as nothing between the digit and the amount
+    ("hidden", "{d}<span hidden> </span>", "a hidden element holding a space"),
+    ("hidden_bracket", "{d}<span hidden>)</span>", "a hidden element holding a bracket"),
+    ("styled_hidden", '{d}<span style="display:none"> </span>', "an element styled invisible"),
+    ("self_closed", "{d}<span hidden/> </span>", "a self-closed hidden span (a browser keeps it "
+     "open to its end tag)"),
+    ("template", "{d}<template> </template>", "a template element (never shown)"),
+    ("image_alt", '<img alt="{d}">', "an image's alt text (shown where the image fails)"),
+)  # fmt: skip
 
 
 def _printed(s: Scenario, results: list[str]) -> str:
@@ -67,6 +75,26 @@ def _in_calculation(join: str) -> Callable[[Scenario, list[str]], str]:
         return f"Both months: {join.format(d='2')}{amount} = {double}."
 
     return extra
+
+
+def _flex_reversed(s: Scenario, results: list[str]) -> str:
+    """A reversed flex row shows its items in the other order, the space between them unshown:
+    the digit then the amount, one number."""
+    digit, amount = str(1 + s.seed % 9), _printed(s, results)
+    return ('An earlier refund of <span style="display:inline-flex;flex-direction:row-reverse">'
+            f"<span>{amount}</span> <span>{digit}</span></span> was made.")  # fmt: skip
+
+
+def _style_sheet(s: Scenario, results: list[str]) -> str:
+    """A style sheet writes a digit before a printed amount."""
+    digit, amount = str(1 + s.seed % 9), _printed(s, results)
+    return (f'<style>.r::before{{content:"{digit}"}}</style>An earlier refund of '
+            f'<span class="r"></span>{amount} was made.')  # fmt: skip
+
+
+def _bdo(s: Scenario, results: list[str]) -> str:
+    """A bidirectional override element shows a printed amount reversed."""
+    return f'The customer was refunded <bdo dir="rtl">{_printed(s, results)}</bdo> before.'
 
 
 def _reversed(s: Scenario, results: list[str]) -> str:
@@ -154,6 +182,12 @@ DISPLAY_CHEATS: tuple[Cheat, ...] = (
              _in_calculation(join)) for name, join, what in _JOINS[:7]),
     _entry("display_reversed", "a right-to-left override shows a printed amount reversed: "
            "what follows it is unreadable (G2.0, G2.2)", _reversed),
+    _entry("display_bdo", "a `bdo` element shows a printed amount reversed: what follows it is "
+           "unreadable (G2.0)", _bdo),
+    _entry("display_flex_reversed", "a style beyond colour and face may reorder, hide or join "
+           "what it holds: each of its lines is unreadable (G2.0)", _flex_reversed),
+    _entry("display_style_sheet", "a style sheet may write any character: the whole text is "
+           "unreadable (G2.0)", _style_sheet),
     _entry("derive_rounded_to_dollars", "only the rounding to the cent of a right calculation "
            "is derived; a coarser one is untraceable (G10.5)", _rounded_to_dollars),
     _entry("derive_day_before_a_start", "only an exclusive end's last day is derived, not the "

@@ -204,9 +204,11 @@ class WorldBuilder:
             if start > now:
                 continue
             end = None if end is not None and end > now else end
-            if rows and rows[-1][0] == j and parse_rate(rows[-1][1]) == parse_rate(rate):
-                rows[-1] = (j, rows[-1][1], rows[-1][2], end)  # a "change" to the same rate
-                continue
+            last = rows[-1] if rows else None
+            joins = last is not None and last[0] == j and last[3] == start  # ends where it starts
+            if last and joins and parse_rate(last[1]) == parse_rate(rate):
+                rows[-1] = (j, last[1], last[2], end)  # a "change" to the same rate
+                continue  # (rows sort by rate: a rate that comes back later is no such change)
             rows.append((j, rate, start, end))
         self.draft.tax_rates = rows  # one row in force per jurisdiction and day
 

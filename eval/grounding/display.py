@@ -47,7 +47,24 @@ BLOCK_ELEMENTS = frozenset({
     "form", "fieldset", "ul", "ol", "li", "dl", "dt", "dd", "table", "caption", "thead",
     "tbody", "tfoot", "tr", "th", "td", "h1", "h2", "h3", "h4", "h5", "h6",
 })  # fmt: skip
-SHOWN_ATTRIBUTES = frozenset({"alt", "title", "value", "placeholder", "label"})
+SHOWN_ATTRIBUTES = frozenset({"title", "value", "placeholder", "label"})
+# a style sheet, a script or embedded graphics can redraw any character: nothing is settled
+REDRAWING = frozenset({"style", "script", "link", "svg", "math", "iframe", "object", "embed",
+                       "canvas"})  # fmt: skip
+# shown by one viewer and not by another: hidden, a template, an image's alt text
+SOMETIMES_SHOWN = frozenset({"template", "title", "noscript", "img"})
+VOID_ELEMENTS = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link",
+                           "meta", "source", "track", "wbr"})  # fmt: skip
+# style properties that only colour or set the face of text; any other may move or hide it
+INERT_STYLES = frozenset({"color", "background", "background-color", "font-weight",
+                          "font-style", "font-family"})  # fmt: skip
+# marks written into the rendered text, settled in `_settle`, then dropped as controls
+_SOMETIMES, _SOMETIMES_END, _MOVED, _MOVED_END = "\x0e", "\x0f", "\x10", "\x11"
+# a sometimes-shown stretch touching a digit, or a digit's separator, on either side
+_SOMETIMES_BESIDE_DIGITS = re.compile(
+    "(?<=\\d)(?:\x0e[^\x0f]*\x0f)+|(?<=\\d[.,])(?:\x0e[^\x0f]*\x0f)+|(?:\x0e[^\x0f]*\x0f)+(?=\\d|[.,]\\d)"
+)
+_MOVED_STRETCH = re.compile("\x10([^\x11]*)\x11")
 
 
 @lru_cache(maxsize=4096)
@@ -80,6 +97,8 @@ class _Visible(HTMLParser):
         super().__init__(convert_charrefs=True)
         self.text = ""
         self.counters: list[tuple[int, int] | None] = []  # (next number, step); None: bullets
+        self.elements: list[tuple[str, bool, bool]] = []  # (tag, sometimes shown, moved)
+        self.redrawn = False
 
     def piece(self, markup: str) -> str:
         self.text = ""
@@ -90,6 +109,10 @@ class _Visible(HTMLParser):
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         named = {k: v for k, v in attrs}
+        if tag in REDRAWING:
+            self.redrawn = True
+        self._enter(tag, tag in SOMETIMES_SHOWN or "hidden" in named,
+                    tag == "bdo" or _moves(named.get("style")))  # fmt: skip
         before = "\n" if tag in BLOCK_ELEMENTS else ""
         if tag == "ol":
             start = _integer(named.get("start"))
@@ -103,13 +126,58 @@ class _Visible(HTMLParser):
             number = given if given is not None else number
             before += f"{number}. "
             self.counters[-1] = (number + step, step)
+        alt = (named.get("alt") or "") if tag == "img" else ""  # in place, as markdown's
         shown = "".join(f"\n{v}\n" for k, v in attrs if k in SHOWN_ATTRIBUTES and v)
-        self.text += before + shown
+        self.text += before + alt + shown
+        if tag in VOID_ELEMENTS:
+            self._leave(len(self.elements) - 1)
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.handle_starttag(tag, attrs)  # a browser ignores `/>` on a non-void element
 
     def handle_endtag(self, tag: str) -> None:
         self.text += "\n" if tag in BLOCK_ELEMENTS else ""
         if tag in ("ol", "ul", "menu") and self.counters:
             del self.counters[-1]
+        for depth in range(len(self.elements) - 1, -1, -1):
+            if self.elements[depth][0] == tag:
+                self._leave(depth)
+                break
+
+    def _flags(self) -> tuple[bool, bool]:
+        return (any(e[1] for e in self.elements), any(e[2] for e in self.elements))
+
+    def _enter(self, tag: str, sometimes: bool, moved: bool) -> None:
+        before = self._flags()
+        self.elements.append((tag, sometimes, moved))
+        after = self._flags()
+        self.text += (_SOMETIMES if after[0] > before[0] else "") + (
+            _MOVED if after[1] > before[1] else ""
+        )
+
+    def _leave(self, depth: int) -> None:
+        """Closes the element at `depth` and every one opened inside it."""
+        before = self._flags()
+        del self.elements[depth:]
+        after = self._flags()
+        self.text += (_MOVED_END if before[1] > after[1] else "") + (
+            _SOMETIMES_END if before[0] > after[0] else ""
+        )
+
+    def settle(self, shown: str) -> str:
+        """What cannot be settled read as unreadable: each line of a moved or reversed stretch,
+        a sometimes-shown stretch touching a number, and, under a style sheet, a script
+        or graphics, every line."""
+        self.text = ""
+        self._leave(0)  # what is still open closes where the text ends
+        shown += self.text
+        shown = _MOVED_STRETCH.sub(
+            lambda m: REVERSING[1] + m[1].replace("\n", "\n" + REVERSING[1]), shown
+        )
+        shown = _SOMETIMES_BESIDE_DIGITS.sub(REVERSING[1], shown)
+        if self.redrawn:
+            shown = "\n".join(REVERSING[1] + line for line in shown.split("\n"))
+        return shown
 
     def handle_data(self, data: str) -> None:
         self.text += data
@@ -127,9 +195,17 @@ def _integer(attribute: str | None) -> int | None:
     return int(sign + digits) if digits else None
 
 
+def _moves(style: str | None) -> bool:
+    """A style attribute with a property other than colour and face (a size, a display, an
+    order, a direction): what it holds may be moved, hidden or reversed."""
+    names = (part.split(":", 1)[0].strip().lower() for part in (style or "").split(";"))
+    return any(n and n not in INERT_STYLES and not n.startswith("text-decoration") for n in names)
+
+
 def html_shown(markup: str) -> str:
     """One HTML piece's displayed text, on its own."""
-    return _Visible().piece(markup)
+    html = _Visible()
+    return html.settle(html.piece(markup))
 
 
 @lru_cache(maxsize=1)
@@ -209,4 +285,5 @@ def _shown(node: SyntaxTreeNode, html: _Visible) -> str:
 def rendered(text: str) -> str:
     """G2.0: the plain text a person sees of a summary or a complaint."""
     tree = SyntaxTreeNode(_PARSER.parse(shown_characters(text)))
-    return shown_characters(_shown(tree, _Visible()))
+    html = _Visible()
+    return shown_characters(html.settle(_shown(tree, html)))
