@@ -30,8 +30,7 @@ _INVOICE_ID = re.compile(r"INV-[0-9A-Z]{4,12}")
 
 def _tables(connection: sqlite3.Connection) -> dict[str, list[Row]]:
     names = [
-        r[0]
-        for r in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        r[0] for r in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
     ]
     return {n: [tuple(r) for r in connection.execute(f'SELECT * FROM "{n}"')] for n in names}
 
@@ -98,9 +97,14 @@ def _status_problems(
     problems = []
     for row in added:
         old = was.pop(row[0], None)
-        if old is None or old[:4] + old[5:] != row[:4] + row[5:] or (old[4], row[4]) != (
-            "active",
-            "canceled",
+        if (
+            old is None
+            or old[:4] + old[5:] != row[:4] + row[5:]
+            or (old[4], row[4])
+            != (
+                "active",
+                "canceled",
+            )
         ):
             problems.append(f"subscription {row[0]} differs outside the fault's records")
         elif row[0] not in fault_subs or not _ended_by(twin_db, row[0], today):

@@ -89,8 +89,7 @@ class BillSleuthTextEnv(BaseTextEnv):
         self.turns += 1
         calls = read_calls(action, LedgerEnv.tool_specs())
         observations = [
-            {"role": "tool", "content": self._env.call(call.name, call.arguments)}
-            for call in calls
+            {"role": "tool", "content": self._env.call(call.name, call.arguments)} for call in calls
         ]
         if not calls:
             self._finish("text_reply")

@@ -47,9 +47,10 @@ def _fx_jump(db: sqlite3.Connection) -> bool:
     if row is None:
         return False
     day = date.fromisoformat(row[0]) + timedelta(days=1)
-    while day.weekday() >= 5 or db.execute(
-        "SELECT 1 FROM fx_rates WHERE date = ?", (day.isoformat(),)
-    ).fetchone():
+    while (
+        day.weekday() >= 5
+        or db.execute("SELECT 1 FROM fx_rates WHERE date = ?", (day.isoformat(),)).fetchone()
+    ):
         day += timedelta(days=1)
     jumped = f"{float(row[2]) * 1.03:.4f}"  # 3 % overnight
     db.execute("INSERT INTO fx_rates VALUES (?, 'USD', ?, ?)", (day.isoformat(), row[1], jumped))

@@ -53,8 +53,7 @@ def _memo_elsewhere(db: sqlite3.Connection, faulted: set[str]) -> bool:
 
 def _event_moved(db: sqlite3.Connection, faulted: set[str]) -> bool:
     db.execute(
-        "DELETE FROM subscription_events"
-        " WHERE rowid = (SELECT MAX(rowid) FROM subscription_events)"
+        "DELETE FROM subscription_events WHERE rowid = (SELECT MAX(rowid) FROM subscription_events)"
     )
     return True
 

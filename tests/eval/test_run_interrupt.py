@@ -140,8 +140,10 @@ def test_a_second_ctrl_c_drops_the_episodes_in_flight_and_exits_at_once(tmp_path
     assert "Traceback" not in stderr
     recorded = _recorded(out)
     assert third not in recorded and 1 <= len(recorded) < SIGNAL_AT
-    assert stderr.strip().splitlines()[-1].startswith(
-        f"interrupted: {len(recorded)} of {LIMIT} episodes kept"
+    assert (
+        stderr.strip()
+        .splitlines()[-1]
+        .startswith(f"interrupted: {len(recorded)} of {LIMIT} episodes kept")
     )
     assert summary(out)["recorded_episodes"] == len(recorded)
 

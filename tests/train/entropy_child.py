@@ -18,7 +18,7 @@ def report(queue: Any) -> None:
     queue.put((is_patched(), getattr(art_train, TARGET) is logprobs_with_detached_entropy))
 
 
-SPAWN_MAIN = '''
+SPAWN_MAIN = """
 import multiprocessing
 import sys
 
@@ -33,4 +33,4 @@ if __name__ == "__main__":
     print(queue.get(timeout=300))
     child.join(timeout=60)
     sys.exit(child.exitcode)
-'''
+"""

@@ -149,8 +149,7 @@ def test_balanced_cold_start_scenarios_give_every_root_cause_and_level_an_equal_
     pool = {seed for phase in plan_data(run).phases for seed in phase.seeds}
     demos = cold_start_seeds(run, 2 * 36 + 5)
     cells = Counter(
-        (split_assignment("train", s).label, split_assignment("train", s).difficulty)
-        for s in demos
+        (split_assignment("train", s).label, split_assignment("train", s).difficulty) for s in demos
     )
     assert len(set(demos)) == len(demos) and not pool & set(demos) and min(demos) > max(pool)
     assert len(cells) == 36 and set(cells.values()) == {2, 3}  # 12 causes x 3 levels

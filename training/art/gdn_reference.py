@@ -33,6 +33,8 @@ BF16_TOLERANCES = {name: 4 * value for name, value in TOLERANCES.items()}
 
 def tolerances_for(dtype: torch.dtype) -> dict[str, float]:
     return BF16_TOLERANCES if dtype == torch.bfloat16 else TOLERANCES
+
+
 LEAVES = ("q", "k", "v", "g", "beta")
 Kernel = Callable[..., torch.Tensor]  # (q, k, v, g, beta) at value heads -> o [B, T, Hv, Dv]
 

@@ -209,9 +209,7 @@ class Phases:
         after = self._evaluate(data, warm, result.adapter, EVAL_AFTER, "grpo")
         self.lap("eval_after")
         run, out, rows = self.run, self.out, result.recorder.rows
-        summary = build_summary(
-            run, out, data.examples, steps, (before, after), rows, self.timings
-        )
+        summary = build_summary(run, out, data.examples, steps, (before, after), rows, self.timings)
         summary.lora_b_max_abs_delta = result.lora_b_max_abs_delta
         summary.lora_tensors_changed = result.lora_tensors_changed
         summary.processes = self.where.world
@@ -248,7 +246,6 @@ def _eval_model(warm: Path, adapter: Path | None, trl: TrlSection, local_rank: i
     if trl.device == "gpu":
         model = model.to(f"cuda:{local_rank}")
     return model.eval()
-
 
 
 def trl_section(run: RunConfig) -> TrlSection:

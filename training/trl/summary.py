@@ -23,6 +23,7 @@ SUMMARY_FILE = "summary.json"  # written last: a finished run has one
 TREND_WINDOW = 5  # steps averaged at each end of the reward curve for the summary
 REWARD_LAB = "experiments/reward_lab/README.md"
 
+
 @dataclass
 class TrlSummary:
     """Returned by `run_trl` and written as summary.json; `render()` is the printed report."""
