@@ -54,12 +54,18 @@ _BLOCK_TAGS = frozenset((
 _SHOWN_ATTRIBUTES = ("title", "value", "placeholder", "label")
 # what raw HTML shows cannot be settled from the text alone (G2.0): a style sheet, a script or
 # embedded graphics may change any character displayed, so the whole text is unreadable; an
-# element shown or not depending on the viewer (`hidden`, a template, an image's alt text) is a
-# stretch that reads as nothing between two digits; a style attribute beyond colour, font and
-# decoration (sizes, layout, order, direction) or a `bdo` may move or reverse what follows
+# element that is not plainly text (hidden, a template, a form control, an image's alt text, a
+# ruby annotation, a closed dialog, any tag a viewer may not know) is a stretch that one viewer
+# shows and another not; a style attribute beyond colour, font and decoration (sizes, layout,
+# order, direction) or a `bdo` may move or reverse what it holds
 _UNSETTLING_TAGS = frozenset(("style", "script", "link", "svg", "math", "iframe", "object", "embed",
-                              "canvas"))  # fmt: skip
-_MAYBE_SHOWN_TAGS = frozenset(("template", "title", "noscript", "img"))
+                              "canvas", "frame", "frameset", "applet"))  # fmt: skip
+# elements every viewer shows as their text, in place (besides the block elements but `dialog`)
+_PLAIN_TAGS = frozenset((
+    "a", "abbr", "b", "bdi", "big", "cite", "code", "data", "del", "dfn", "em", "i", "ins", "kbd",
+    "label", "mark", "nobr", "output", "q", "s", "samp", "small", "span", "strike", "strong",
+    "sub", "sup", "time", "tt", "u", "var", "wbr", "html", "body", "menu", "center",
+))  # fmt: skip
 _VOID_TAGS = frozenset(("area", "base", "br", "col", "embed", "hr", "img", "input", "link",
                         "meta", "source", "track", "wbr"))  # fmt: skip
 _PLAIN_STYLES = frozenset(("color", "background", "background-color", "font-weight",
@@ -129,7 +135,8 @@ class _HtmlText(HTMLParser):
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         shown = dict(attrs)
         self.unsettled = self.unsettled or tag in _UNSETTLING_TAGS
-        maybe = tag in _MAYBE_SHOWN_TAGS or "hidden" in shown
+        plain = tag in _PLAIN_TAGS or (tag in _BLOCK_TAGS and tag != "dialog")
+        maybe = not plain or "hidden" in shown
         moving = tag == "bdo" or _moving_style(shown.get("style"))
         was = self._state()
         self.open.append((tag, maybe, moving))

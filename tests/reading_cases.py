@@ -199,6 +199,10 @@ RENDERED: list[tuple[str, list[Item]]] = [
      [None, ("unreadable", "9 226.04", "")]),
     ('refunded <img alt="9">226.04', [None, ("unreadable", "226.04", "")]),
     ("refunded <span hidden>22</span>6.04", [None, ("unreadable", "6.04", "")]),
+    ('refunded 9<input type="hidden" value=" ">226.04', [None, ("unreadable", "9226.04", "")]),
+    ("refunded 9<rp> </rp>226.04", [None, ("unreadable", "9226.04", "")]),
+    ("refunded 9<dialog> </dialog>226.04", [None, ("unreadable", "9226.04", "")]),
+    ("refunded 9<x-note> </x-note>226.04", [None, ("unreadable", "9226.04", "")]),
     ('refunded <bdo dir="rtl">226.04</bdo>', [None, ("unreadable", "226.04", "")]),
     ('<span style="display:inline-flex;flex-direction:row-reverse"><span>226.04</span> '
      "<span>9</span></span>", [("unreadable", "226.04", ""), ("unreadable", "9", "")]),

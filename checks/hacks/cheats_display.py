@@ -50,6 +50,9 @@ _JOINS: tuple[tuple[str, str, str], ...] = (
      "open to its end tag)"),
     ("template", "{d}<template> </template>", "a template element (never shown)"),
     ("image_alt", '<img alt="{d}">', "an image's alt text (shown where the image fails)"),
+    ("hidden_input", '{d}<input type="hidden" value=" ">', "a hidden form field's value"),
+    ("ruby_parenthesis", "{d}<rp> </rp>", "a ruby fallback (hidden where ruby is shown)"),
+    ("closed_dialog", "{d}<dialog> </dialog>", "a closed dialog (never shown)"),
 )  # fmt: skip
 
 

@@ -50,9 +50,14 @@ BLOCK_ELEMENTS = frozenset({
 SHOWN_ATTRIBUTES = frozenset({"title", "value", "placeholder", "label"})
 # a style sheet, a script or embedded graphics can redraw any character: nothing is settled
 REDRAWING = frozenset({"style", "script", "link", "svg", "math", "iframe", "object", "embed",
-                       "canvas"})  # fmt: skip
-# shown by one viewer and not by another: hidden, a template, an image's alt text
-SOMETIMES_SHOWN = frozenset({"template", "title", "noscript", "img"})
+                       "canvas", "frame", "frameset", "applet"})  # fmt: skip
+# text shown in place by every viewer; any other element (a form control, an image, a ruby
+# annotation, a template, an unknown tag, a closed dialog) one viewer shows and another not
+ALWAYS_SHOWN_INLINE = frozenset({
+    "a", "abbr", "b", "bdi", "big", "cite", "code", "data", "del", "dfn", "em", "i", "ins", "kbd",
+    "label", "mark", "nobr", "output", "q", "s", "samp", "small", "span", "strike", "strong",
+    "sub", "sup", "time", "tt", "u", "var", "wbr", "html", "body", "menu", "center",
+})  # fmt: skip
 VOID_ELEMENTS = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link",
                            "meta", "source", "track", "wbr"})  # fmt: skip
 # style properties that only colour or set the face of text; any other may move or hide it
@@ -111,7 +116,8 @@ class _Visible(HTMLParser):
         named = {k: v for k, v in attrs}
         if tag in REDRAWING:
             self.redrawn = True
-        self._enter(tag, tag in SOMETIMES_SHOWN or "hidden" in named,
+        always = tag in ALWAYS_SHOWN_INLINE or (tag in BLOCK_ELEMENTS and tag != "dialog")
+        self._enter(tag, "hidden" in named or not always,
                     tag == "bdo" or _moves(named.get("style")))  # fmt: skip
         before = "\n" if tag in BLOCK_ELEMENTS else ""
         if tag == "ol":
