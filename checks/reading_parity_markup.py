@@ -36,6 +36,8 @@ _TEX = (
     "\\times", "\\cdot", "\\div", "\\,", "\\!", "\\;", "\\ ", "{,}", "\\text{CAD}",
     "\\mathrm{USD}", "\\$", "\\%", "\\approx", "\\quad", "\\left(", "\\right)", "{", "}", "^{2}",
     "\\textbf{", "\\frac{", "}{", "\\\\", "&", "%",
+    # overlapping, hiding, writing what pylatexenc does not: the formula is unreadable
+    "\\hspace{-1em}", "\\phantom{", "\\color{red}{", "\\verb|4|", "\\mkern-9mu", "\\def",
 )  # fmt: skip
 _BLOCKS = ("1. ", "3. ", "9226. ", "0) ", "- ", "* ", "+ ", "> ", "# ", "## ", "    ", "| ")
 

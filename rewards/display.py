@@ -73,6 +73,22 @@ _PLAIN_STYLES = frozenset(("color", "background", "background-color", "font-weig
 # stretch marks, deleted by `visible`: around a maybe-shown stretch, and around a moving one
 MAYBE_OPEN, MAYBE_SHUT, MOVE_OPEN, MOVE_SHUT = "\x0e", "\x0f", "\x10", "\x11"
 _MOVING = re.compile("\x10([^\x11]*)\x11")
+# TeX commands (a backslash, then letters or one other character) that overlap or hide glyphs
+# (negative space, laps, phantoms, colour), move or stack them, or write ones pylatexenc does
+# not (`\\unicode`, `\\char`, `\\verb`, MathJax's HTML styling); and those that define a macro
+_TEX_COMMAND = re.compile(r"\\([A-Za-z]+|.)", re.DOTALL)
+_TEX_MOVING = frozenset((
+    "!", "negthinspace", "negmedspace", "negthickspace", "hspace", "hskip", "kern", "mkern",
+    "mskip", "mspace", "rlap", "llap", "clap", "mathrlap", "mathllap", "mathclap", "phantom",
+    "hphantom", "vphantom", "smash", "color", "textcolor", "colorbox", "fcolorbox", "raisebox",
+    "raise", "lower", "moveleft", "moveright", "makebox", "overset", "underset", "stackrel",
+    "scalebox", "resizebox", "rotatebox", "reflectbox", "style", "class", "cssId", "htmlClass",
+    "htmlStyle", "htmlId", "htmlData", "unicode", "char", "verb", "hidewidth", "mathchoice",
+))  # fmt: skip
+_TEX_DEFINING = frozenset((
+    "def", "gdef", "edef", "xdef", "let", "futurelet", "newcommand", "renewcommand",
+    "providecommand", "DeclareMathOperator", "newenvironment", "renewenvironment", "require",
+))  # fmt: skip
 # a maybe-shown stretch glued to a number: shown or not, the number differs
 _MAYBE_IN_NUMBER = re.compile(
     "(?:(?<=\\d)|(?<=\\d[.,]))(?:\x0e[^\x0f]*\x0f)+|(?:\x0e[^\x0f]*\x0f)+(?=[.,]?\\d)"
@@ -204,13 +220,16 @@ class _HtmlText(HTMLParser):
             text = _MOVING.sub(_unreadable_lines, text)
         if MAYBE_OPEN in text:
             text = _MAYBE_IN_NUMBER.sub(OVERRIDES[1], text)
-        if self.unsettled:
-            text = OVERRIDES[1] + text.replace("\n", "\n" + OVERRIDES[1])
-        return text
+        return unreadable(text) if self.unsettled else text
+
+
+def unreadable(text: str) -> str:
+    """Every line of `text` read as what follows an override (G2.2): unreadable."""
+    return OVERRIDES[1] + text.replace("\n", "\n" + OVERRIDES[1])
 
 
 def _unreadable_lines(stretch: re.Match[str]) -> str:
-    return OVERRIDES[1] + stretch[1].replace("\n", "\n" + OVERRIDES[1])
+    return unreadable(stretch[1])
 
 
 def _moving_style(style: str | None) -> bool:
@@ -246,12 +265,21 @@ def _latex() -> Any:
 
 @lru_cache(maxsize=4096)  # a summary often repeats a formula
 def math_text(tex: str) -> str:
-    """TeX math as pylatexenc writes it; what it cannot parse stays as written."""
+    """TeX math as pylatexenc writes it; what it cannot parse stays as written. A formula with
+    a command that overlaps, hides, moves or writes glyphs pylatexenc does not show is
+    unreadable, each of its lines (G2.0)."""
     try:
         # a sub- or superscript sits against its base, as `²` does (G2.1): `10^{2}` shows 102
-        return str(_latex().latex_to_text(tex)).translate(_SCRIPTS)
+        text = str(_latex().latex_to_text(tex)).translate(_SCRIPTS)
     except Exception:  # a parser's failure on odd input keeps the text as written
-        return tex
+        text = tex
+    moving = any(m[1] in _TEX_MOVING for m in _TEX_COMMAND.finditer(tex))
+    return unreadable(text) if moving else text
+
+
+def _tex_defines(text: str) -> bool:
+    """A macro defined or an extension loaded: any formula of the text may then show anything."""
+    return "\\" in text and any(m[1] in _TEX_DEFINING for m in _TEX_COMMAND.finditer(text))
 
 
 def _display_math(state: StateInline, silent: bool) -> bool:
@@ -348,4 +376,6 @@ def _blocks(tokens: Sequence[Token]) -> str:
 @lru_cache(maxsize=4096)  # every episode of a scenario may submit the same summary
 def render(text: str) -> str:
     """G2.0: the plain text a person sees of `text` (a summary or a complaint)."""
-    return visible(_blocks(_MD.parse(visible(text))))
+    source = visible(text)
+    shown = _blocks(_MD.parse(source))
+    return visible(unreadable(shown) if _tex_defines(source) else shown)

@@ -208,6 +208,15 @@ RENDERED: list[tuple[str, list[Item]]] = [
      "<span>9</span></span>", [("unreadable", "226.04", ""), ("unreadable", "9", "")]),
     ("<style>b{color:red}</style>refunded 226.04",
      [None, None, None, None, ("unreadable", "226.04", "")]),
+    # TeX that overlaps, hides or writes what pylatexenc does not show, and macros
+    ("refunded \\(9\\!\\!\\!\\ 1027.03\\)",
+     [None, ("unreadable", "9", ""), ("unreadable", "1027.03", "")]),
+    ("refunded \\(9\\hspace{-0.3em}\\ 1027.03\\)",
+     [None, ("unreadable", "9", ""), ("unreadable", "1027.03", "")]),
+    ("refunded \\(\\verb|9|1027.03\\)", [None, ("unreadable", "1027.03", "")]),
+    ("\\(\\newcommand{\\r}{9}\\) then \\(\\r1027.03\\)",
+     [None, ("unreadable", "1\u030a027.03", "")]),
+    ("\\(a \\\\! 5\\)", [None, ("number", "5", "c")]),
     # and what they leave as it was: colour and face, an image away from a number, hidden
     # text apart from its neighbours
     ('<b style="color:red">120.56</b> CAD', [("number", "120.56", "")]),

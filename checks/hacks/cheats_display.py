@@ -80,6 +80,23 @@ def _in_calculation(join: str) -> Callable[[Scenario, list[str]], str]:
     return extra
 
 
+# TeX that shows a digit against a printed amount while pylatexenc writes them apart, or not
+# at all: a negative space, `\\verb` (KaTeX), a macro defined in another formula (MathJax)
+_TEX_JOINS: tuple[tuple[str, str, str], ...] = (
+    ("negative_space", "\\({d}\\!\\!\\!\\ {a}\\)", "a negative space"),
+    ("verb", "\\(\\verb|{d}|{a}\\)", "a `\\verb` KaTeX shows"),
+    ("macro", "\\(\\newcommand{{\\r}}{{{d}}}\\) then \\(\\r{a}\\)", "a macro MathJax expands"),
+)  # fmt: skip
+
+
+def _in_tex(template: str) -> Callable[[Scenario, list[str]], str]:
+    def extra(s: Scenario, results: list[str]) -> str:
+        shown = template.format(d=str(1 + s.seed % 9), a=_printed(s, results))
+        return f"An earlier refund of {shown} was made."
+
+    return extra
+
+
 def _flex_reversed(s: Scenario, results: list[str]) -> str:
     """A reversed flex row shows its items in the other order, the space between them unshown:
     the digit then the amount, one number."""
@@ -185,6 +202,9 @@ DISPLAY_CHEATS: tuple[Cheat, ...] = (
              _in_calculation(join)) for name, join, what in _JOINS[:7]),
     _entry("display_reversed", "a right-to-left override shows a printed amount reversed: "
            "what follows it is unreadable (G2.0, G2.2)", _reversed),
+    *(_entry(f"display_tex_{name}", f"{what} puts a digit against a printed amount in TeX: "
+             "the formula is unreadable (G2.0)", _in_tex(template))
+      for name, template, what in _TEX_JOINS),
     _entry("display_bdo", "a `bdo` element shows a printed amount reversed: what follows it is "
            "unreadable (G2.0)", _bdo),
     _entry("display_flex_reversed", "a style beyond colour and face may reorder, hide or join "

@@ -70,6 +70,21 @@ _SOMETIMES_BESIDE_DIGITS = re.compile(
     "(?<=\\d)(?:\x0e[^\x0f]*\x0f)+|(?<=\\d[.,])(?:\x0e[^\x0f]*\x0f)+|(?:\x0e[^\x0f]*\x0f)+(?=\\d|[.,]\\d)"
 )
 _MOVED_STRETCH = re.compile("\x10([^\x11]*)\x11")
+# TeX that overlaps or hides glyphs (negative spaces, laps, phantoms, colours), moves or
+# stacks them, or draws what pylatexenc does not write (MathJax's `\\unicode`, `\\style`,
+# KaTeX's `\\char`, `\\verb`); and TeX that defines macros or loads extensions
+TEX_SHIFTING = frozenset({
+    "!", "negthinspace", "negmedspace", "negthickspace", "hspace", "hskip", "kern", "mkern",
+    "mskip", "mspace", "rlap", "llap", "clap", "mathrlap", "mathllap", "mathclap", "phantom",
+    "hphantom", "vphantom", "smash", "color", "textcolor", "colorbox", "fcolorbox", "raisebox",
+    "raise", "lower", "moveleft", "moveright", "makebox", "overset", "underset", "stackrel",
+    "scalebox", "resizebox", "rotatebox", "reflectbox", "style", "class", "cssId", "htmlClass",
+    "htmlStyle", "htmlId", "htmlData", "unicode", "char", "verb", "hidewidth", "mathchoice",
+})  # fmt: skip
+TEX_DEFINING = frozenset({
+    "def", "gdef", "edef", "xdef", "let", "futurelet", "newcommand", "renewcommand",
+    "providecommand", "DeclareMathOperator", "newenvironment", "renewenvironment", "require",
+})  # fmt: skip
 
 
 @lru_cache(maxsize=4096)
@@ -181,9 +196,7 @@ class _Visible(HTMLParser):
             lambda m: REVERSING[1] + m[1].replace("\n", "\n" + REVERSING[1]), shown
         )
         shown = _SOMETIMES_BESIDE_DIGITS.sub(REVERSING[1], shown)
-        if self.redrawn:
-            shown = "\n".join(REVERSING[1] + line for line in shown.split("\n"))
-        return shown
+        return unreadable_lines(shown) if self.redrawn else shown
 
     def handle_data(self, data: str) -> None:
         self.text += data
@@ -223,14 +236,35 @@ def _tex() -> Any:
     return LatexNodes2Text()
 
 
+def _commands(tex: str) -> set[str]:
+    """The control sequences of a TeX text: a backslash and its letters, or the one character
+    after it (`\\\\` is one command, so `\\\\!` is no `\\!`)."""
+    names, k = set(), tex.find("\\")
+    while k != -1 and k + 1 < len(tex):
+        end = k + 2
+        if tex[k + 1].isascii() and tex[k + 1].isalpha():
+            while end < len(tex) and tex[end].isascii() and tex[end].isalpha():
+                end += 1
+        names.add(tex[k + 1 : end])
+        k = tex.find("\\", end)
+    return names
+
+
+def unreadable_lines(shown: str) -> str:
+    """Each line of `shown` read as after a right-to-left override: unreadable (G2.2)."""
+    return "\n".join(REVERSING[1] + line for line in shown.split("\n"))
+
+
 @lru_cache(maxsize=4096)  # a summary often repeats a formula
 def tex_shown(tex: str) -> str:
     """TeX math as pylatexenc writes it (`\\times` ×, `\\text{CAD}` CAD); kept as written when
-    it cannot be read."""
+    it cannot be read; unreadable, line by line, when a command may overlap, hide, move or
+    write glyphs that pylatexenc does not show."""
     try:  # a sub- or superscript is set against its base (G2.1's `²`): `10^{2}` shows 102
-        return str(_tex().latex_to_text(tex)).replace("^", "").replace("_", "")
+        shown = str(_tex().latex_to_text(tex)).replace("^", "").replace("_", "")
     except Exception:  # odd TeX must never stop the grader
-        return tex
+        shown = tex
+    return unreadable_lines(shown) if _commands(tex) & TEX_SHIFTING else shown
 
 
 def _bracket_math(state: StateInline, silent: bool) -> bool:
@@ -290,6 +324,9 @@ def _shown(node: SyntaxTreeNode, html: _Visible) -> str:
 @lru_cache(maxsize=4096)
 def rendered(text: str) -> str:
     """G2.0: the plain text a person sees of a summary or a complaint."""
-    tree = SyntaxTreeNode(_PARSER.parse(shown_characters(text)))
+    source = shown_characters(text)
     html = _Visible()
-    return shown_characters(html.settle(_shown(tree, html)))
+    shown = html.settle(_shown(SyntaxTreeNode(_PARSER.parse(source)), html))
+    if _commands(source) & TEX_DEFINING:  # a macro may then show anything, anywhere
+        shown = unreadable_lines(shown)
+    return shown_characters(shown)
