@@ -73,14 +73,20 @@ _MOVED_STRETCH = re.compile("\x10([^\x11]*)\x11")
 # TeX that overlaps or hides glyphs (negative spaces, laps, phantoms, colours), moves or
 # stacks them, or draws what pylatexenc does not write (MathJax's `\\unicode`, `\\style`,
 # KaTeX's `\\char`, `\\verb`); and TeX that defines macros or loads extensions
-TEX_SHIFTING = frozenset({
+_OVERLAP_OR_HIDE = (
     "!", "negthinspace", "negmedspace", "negthickspace", "hspace", "hskip", "kern", "mkern",
-    "mskip", "mspace", "rlap", "llap", "clap", "mathrlap", "mathllap", "mathclap", "phantom",
-    "hphantom", "vphantom", "smash", "color", "textcolor", "colorbox", "fcolorbox", "raisebox",
-    "raise", "lower", "moveleft", "moveright", "makebox", "overset", "underset", "stackrel",
-    "scalebox", "resizebox", "rotatebox", "reflectbox", "style", "class", "cssId", "htmlClass",
-    "htmlStyle", "htmlId", "htmlData", "unicode", "char", "verb", "hidewidth", "mathchoice",
-})  # fmt: skip
+    "mskip", "mspace", "hidewidth", "rlap", "llap", "clap", "mathrlap", "mathllap", "mathclap",
+    "phantom", "hphantom", "vphantom", "smash", "color", "textcolor", "colorbox", "fcolorbox",
+)  # fmt: skip
+_MOVE_OR_STACK = (
+    "raisebox", "raise", "lower", "moveleft", "moveright", "makebox", "scalebox", "resizebox",
+    "rotatebox", "reflectbox", "overset", "underset", "stackrel", "mathchoice",
+)  # fmt: skip
+_DRAW_UNWRITTEN = (
+    "unicode", "char", "verb", "style", "class", "cssId", "htmlClass", "htmlStyle", "htmlId",
+    "htmlData",
+)  # fmt: skip
+TEX_SHIFTING = frozenset(_OVERLAP_OR_HIDE + _MOVE_OR_STACK + _DRAW_UNWRITTEN)
 TEX_DEFINING = frozenset({
     "def", "gdef", "edef", "xdef", "let", "futurelet", "newcommand", "renewcommand",
     "providecommand", "DeclareMathOperator", "newenvironment", "renewenvironment", "require",

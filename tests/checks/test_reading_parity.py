@@ -68,3 +68,31 @@ def test_both_sides_render_with_the_same_html_rules() -> None:
 def test_a_bad_count_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert reading_parity.main(["--summaries", "0"]) == 2
     assert "error" in capsys.readouterr().err
+
+
+def _tex_commands() -> list[str]:
+    from eval.grounding import display as grader
+    from rewards import display as reward
+
+    return sorted(grader.TEX_SHIFTING | reward._TEX_MOVING)
+
+
+@pytest.mark.parametrize("command", _tex_commands())
+def test_both_readers_read_a_formula_with_a_shifting_tex_command_as_unreadable(command) -> None:
+    from eval.grounding.display import rendered
+    from rewards.display import render
+
+    formula = f"paid \\(9\\{command}{{x}} 1027.03\\)"
+    assert render(formula) == rendered(formula)
+    assert "\u202e" in render(formula), command
+
+
+@pytest.mark.parametrize("command", ["def", "newcommand", "let", "require", "DeclareMathOperator"])
+def test_a_macro_defined_anywhere_makes_every_line_unreadable_in_both(command) -> None:
+    from eval.grounding.display import rendered
+    from rewards.display import render
+
+    text = f"Refunded 120.56.\n\n\\(\\{command}\\r{{9}}\\)\n\nthen \\(\\r1027.03\\)"
+    lines = [line for line in render(text).split("\n") if line.strip("\u202e ")]
+    assert render(text) == rendered(text)
+    assert lines and all(line.startswith("\u202e") for line in lines)
