@@ -36,16 +36,15 @@ def timeline_problems(db: sqlite3.Connection, local: object, faulted: set[str]) 
         invoices = db.execute(
             "SELECT * FROM invoices WHERE subscription_id = ? ORDER BY issued_at", (sub["id"],)
         ).fetchall()
-        usage = db.execute(  # finished periods only: the running one is a part so far
-            "SELECT * FROM usage_records WHERE subscription_id = ? AND period_end < ? "
-            "ORDER BY period_start",
-            (sub["id"], opened),
+        usage = db.execute(
+            "SELECT * FROM usage_records WHERE subscription_id = ? ORDER BY period_start",
+            (sub["id"],),
         ).fetchall()
         problems += _order(sub, events)
         problems += _per_seat_only(sub, events, plans)
         problems += _reflected_after(sub, events, invoices, local, faulted)
         problems += _anchor(sub, invoices)
-        problems += _usage_spread(sub, _per_period(sub, usage))
+        problems += _usage_spread(sub, _per_period(sub, usage, opened))
     return problems
 
 
@@ -164,15 +163,17 @@ def _anchor(sub: sqlite3.Row, invoices: list[sqlite3.Row]) -> list[str]:
     return [f"{sub['id']}: anchor day {anchor} but periods start {wrong}"] if wrong else []
 
 
-def _per_period(sub: sqlite3.Row, usage: list[sqlite3.Row]) -> list[int]:
-    """Units per period: a record starting off the anchor day is the second part of one."""
-    totals: list[int] = []
+def _per_period(sub: sqlite3.Row, usage: list[sqlite3.Row], opened: str) -> list[int]:
+    """Units per finished period: a record starting off the anchor day is the second part of
+    one (a trial's end splits a period), and a period is finished when its last part ended
+    before the dispute (a trial's stub alone is no period's usage)."""
+    periods: list[tuple[int, str]] = []  # (units, the last part's end)
     for u in usage:
-        if totals and int(u["period_start"][8:]) != sub["billing_anchor_day"]:
-            totals[-1] += u["units"]
+        if periods and int(u["period_start"][8:]) != sub["billing_anchor_day"]:
+            periods[-1] = (periods[-1][0] + u["units"], u["period_end"])
         else:
-            totals.append(u["units"])
-    return totals
+            periods.append((u["units"], u["period_end"]))
+    return [units for units, end in periods if end < opened]
 
 
 def _usage_spread(sub: sqlite3.Row, units: list[int]) -> list[str]:

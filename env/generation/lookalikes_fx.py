@@ -21,6 +21,11 @@ RATE_LOCK_RATE = {"L1": 0.0, "L2": 0.35, "L3": 0.35}  # of non-USD customers, in
 LOCK_TAIL_DAYS = (1, 10)  # the window runs on this many days past the locked invoice's issue
 
 
+class NoStaleDay(Exception):
+    """No day before the start converts higher: the right rate is at the top of the band the
+    table keeps, and the path may not rise past it."""
+
+
 def stale_day(
     b: WorldBuilder,
     start: date,
@@ -60,7 +65,7 @@ def stale_day(
             rate = Fraction(round(right * Fraction(101, 100) * 10000), 10000)
         if higher(rate, day) and b.raise_fx(day, rate):
             return day, b.fx_on(day)
-    raise AssertionError(f"no stale fx day before {start} converts higher than {right}")
+    raise NoStaleDay(f"no stale fx day before {start} converts higher than {right}")
 
 
 def rate_lock(b: WorldBuilder, story: Story) -> None:
@@ -92,7 +97,10 @@ def rate_lock(b: WorldBuilder, story: Story) -> None:
     assert b.draft is not None
     recorded = {fx_day(d) for d in issues} | {inv.billed.fx_rate_date for inv in b.draft.invoices}
     start = min(story.period(head)[0], fx_day(issued))
-    day, _ = stale_day(b, start, right, recorded, lambda rate, _day: rate > right)
+    try:
+        day, _ = stale_day(b, start, right, recorded, lambda rate, _day: rate > right)
+    except NoStaleDay:
+        return  # no contract rate above one at the band's top
     for k in run[1:]:
         b.fx_on(fx_day(issues[k]))  # their own days' rates too, which they do not use
     last = run[-1]

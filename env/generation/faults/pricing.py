@@ -28,7 +28,7 @@ from env.generation.faults.common import (
     unbilled_story,
     victim_count,
 )
-from env.generation.lookalikes_fx import locked_periods, off_start, stale_day
+from env.generation.lookalikes_fx import NoStaleDay, locked_periods, off_start, stale_day
 from env.generation.lookalikes_pay import fx_high_rate
 from env.generation.lookalikes_usage import QUIET, batch_share
 from env.generation.story import Story
@@ -414,12 +414,21 @@ def currency_conversion_error(b: WorldBuilder) -> FaultOutcome:
     # another recorded day's rate, inside the band every class's table keeps: an inverted rate
     # (once an L1 form) left every currency's band, a value no correct invoice records
     variant = "wrong_date"
-    victims = [by_start[starts[k]] for k in run]
+    victims: list[Invoice] = []
     lines = []
-    for invoice in victims:
+    # the run's invoices; where none can be overcharged (each right rate at the band's top),
+    # the first other allowed one that can
+    for k in [*run, *(k for k in allowed if k not in run)]:
+        if victims and k not in run:
+            break
+        invoice = by_start[starts[k]]
         right = invoice.billed.fx_rate
         start = invoice.billed.period_start
-        day, rate = _wrong_day(b, invoice)
+        try:
+            day, rate = _wrong_day(b, invoice)
+        except NoStaleDay:
+            continue
+        victims.append(invoice)
         b.rebill(invoice, fx_rate=rate, fx_rate_date=day)
         lines.append(
             f"{invoice.id} was converted at {format_rate(rate)}, the USD to {currency} rate "
@@ -427,6 +436,8 @@ def currency_conversion_error(b: WorldBuilder) -> FaultOutcome:
             f"its period start {start.isoformat()}"
         )
         lines[-1] += f" (overcharge {format_cents(overcharge(invoice))} {currency})"
+    if not victims:
+        raise AssertionError("no allowed invoice of the main story converts higher on any day")
     evidence = [recompute(inv, fx_rate_date=_issue_day(inv)) for inv in victims]
     summary = (
         "Invoice "
