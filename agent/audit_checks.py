@@ -217,8 +217,8 @@ def usage_overage_miscalculated(ev: Evidence) -> list[Candidate]:
         else:
             continue
         label = "usage_overage_miscalculated"
-        parts = [str(p) for p in counted] or [str(units)]
-        text = " + ".join(parts) + (f" = {sum(counted)}" if len(parts) > 1 else "")
+        written = [str(p) for p in counted] or [str(units)]
+        text = " + ".join(written) + (f" = {sum(counted)}" if len(written) > 1 else "")
         rule = rule_sentence(label, invoice=invoice_id, start=start.isoformat(), units=text)
         found.append(Candidate(label, invoice_id, note, overrides, rule=rule))
     return found

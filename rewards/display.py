@@ -349,8 +349,8 @@ def _blocks(tokens: Sequence[Token]) -> str:
         elif kind == "html_block":
             out.append(html.text_of(token.content))
         elif kind.startswith("math_block"):  # an equation number shows beside it
-            number = f" ({token.info})" if kind == "math_block_eqno" else ""
-            out.append(f"\n{math_text(token.content)}{number}\n")
+            eqno = f" ({token.info})" if kind == "math_block_eqno" else ""
+            out.append(f"\n{math_text(token.content)}{eqno}\n")
         elif kind == "ordered_list_open":
             numbers.append(int(token.attrs.get("start", 1)))
         elif kind == "bullet_list_open":

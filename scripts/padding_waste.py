@@ -4,8 +4,9 @@ ART keeps one trajectory per row (`_supports_result_packing = False`, art/local/
 pads every row of a train call to one length, the longest row rounded up to 2,048 tokens
 (capped at max_seq_length; art/preprocessing/pack.py shuffles the rows, so their order changes
 nothing). This prints the padded share of the rows for the first steps of a run's data order,
-with each episode's length from the reference replay (`training.art.plan.reference_tokens`, a
-lower bound: the policy takes more turns), and for episodes spread evenly over 6.5k-21k tokens.
+with each episode's length from the auditor played on its scenario and counted in Qwen3.5's
+vocabulary (`training.art.episode_tokens`, what `--check` sizes a run by; every sample of a
+group taken as long), and for episodes spread evenly over 6.5k-21k tokens.
 
     python scripts/padding_waste.py [--run binary-01] [--steps 5]
 """
@@ -20,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from training.art.plan import reference_tokens
+from training.art.episode_tokens import auditor_sizes
 from training.data_order import plan_data
 from training.runs import load_run_config
 
@@ -43,13 +44,14 @@ def main() -> int:
     shares = []
     for step in range(args.steps):
         seeds = data.batch(step)
-        lengths = [reference_tokens(run, [seed]) for seed in seeds] * run.grpo.group_size
+        sizes = auditor_sizes(run.data.split, {str(seed): [seed] for seed in seeds})
+        lengths = [round(size.mean_tokens) for size in sizes] * run.grpo.group_size
         shares.append(padded_share(lengths, run.grpo.max_seq_length))
         print(
-            f"step {step + 1}: reference lengths {min(lengths):,}-{max(lengths):,} tokens, "
-            f"padded share {shares[-1]:.0%}"
+            f"step {step + 1}: auditor episode lengths {min(lengths):,}-{max(lengths):,} "
+            f"tokens, padded share {shares[-1]:.0%}"
         )
-    print(f"reference replays: mean padded share {statistics.fmean(shares):.0%}")
+    print(f"auditor episodes: mean padded share {statistics.fmean(shares):.0%}")
     even = [6500 + (21000 - 6500) * i // 63 for i in range(64)]
     share = padded_share(even, run.grpo.max_seq_length)
     print(f"64 episodes spread evenly over 6.5k-21k tokens: padded share {share:.0%}")

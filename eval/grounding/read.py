@@ -375,8 +375,9 @@ def _reading_at(t: _Text, i: int) -> tuple[Reading | None, int]:
         reading = read_word(words[i])
     if reading is not None and reading.kind == "number" and not reading.text.endswith("%"):
         # G2.3: `percent`, `per cent` or a lone `%` after a number makes it a rate
-        first = t.word(i + used).lower() if t.open(i + used) else ""
-        second = t.word(i + used + 1).lower() if t.open(i + used + 1) else ""
+        # an open boundary means a word follows (`open` is false past the end or at an operator)
+        first = (t.word(i + used) or "").lower() if t.open(i + used) else ""
+        second = (t.word(i + used + 1) or "").lower() if t.open(i + used + 1) else ""
         extra = 1 if first in ("percent", "%") else 2 if (first, second) == ("per", "cent") else 0
         if extra:
             text_ = " ".join(words[i : i + used + extra])

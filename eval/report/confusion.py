@@ -15,8 +15,10 @@ from itertools import pairwise
 from typing import Any
 
 # light to dark blue (the stops of matplotlib's "Blues", sampled): share of the largest count
-RAMP = ((0.0, (247, 251, 255)), (0.25, (198, 219, 239)), (0.5, (107, 174, 214)))
-RAMP += ((0.75, (33, 113, 181)), (1.0, (8, 48, 107)))
+RAMP: tuple[tuple[float, tuple[int, int, int]], ...] = (
+    (0.0, (247, 251, 255)), (0.25, (198, 219, 239)), (0.5, (107, 174, 214)),
+    (0.75, (33, 113, 181)), (1.0, (8, 48, 107)),
+)  # fmt: skip
 DARK_TEXT, LIGHT_TEXT = (0, 0, 0), (255, 255, 255)
 
 Rgb = tuple[int, int, int]

@@ -25,8 +25,8 @@ RARE = [1005907, 1020972, 1024648, 1003078, 1007755, 1010130]
 
 
 def _steps(scenario: Scenario) -> Generator[ToolCall, str, None]:
-    for step in reveal_truth(scenario).reference:  # the reference's calls, results unread
-        yield step
+    for step in reveal_truth(scenario).reference:
+        _result = yield step  # the reference's calls; `play` sends each result back
 
 
 @pytest.mark.parametrize("seed", RARE)
