@@ -10,12 +10,12 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from env.cli import EXIT_FAILED, Parser, run_command
+from env.cli import Parser, run_command
 from experiments.reward_lab import recipe_report
 from experiments.reward_lab.experiments import SCALES, run_all
 from experiments.reward_lab.recipe_plan import SCALES as RECIPE_SCALES
 from experiments.reward_lab.recipe_plan import run_recipe
-from experiments.reward_lab.report import ROOT, write
+from experiments.reward_lab.report import ROOT, write, write_and_show
 
 RECIPE_SMOKE = {"default": "quick", "quick": "quick", "tiny": "tiny"}  # lab scale -> recipe scale
 
@@ -37,16 +37,10 @@ def _main(argv: Sequence[str] | None) -> int:
 
     results = run_all(scale, args.seed, say)
     recipe = run_recipe(RECIPE_SCALES[RECIPE_SMOKE[scale.name]], [args.seed], say)
-    try:
-        paths = write(results, args.out)
-        paths += recipe_report.write(recipe, args.out / "recipe")
-    except OSError as exc:
-        print(f"error: cannot write the report to {args.out}: {exc}", file=sys.stderr)
-        return EXIT_FAILED
-    print()
-    print(paths[0].read_text(encoding="utf-8"))
-    print("wrote " + ", ".join(str(p) for p in paths))
-    return 0
+    return write_and_show(
+        lambda: [*write(results, args.out), *recipe_report.write(recipe, args.out / "recipe")],
+        args.out,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -10,9 +10,10 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from env.cli import EXIT_FAILED, Parser, run_command
+from env.cli import Parser, run_command
 from experiments.reward_lab.recipe_plan import SCALES, run_recipe
 from experiments.reward_lab.recipe_report import ROOT, write
+from experiments.reward_lab.report import write_and_show
 
 
 def _main(argv: Sequence[str] | None) -> int:
@@ -33,15 +34,7 @@ def _main(argv: Sequence[str] | None) -> int:
         print(f"[{time.perf_counter() - started:7.1f} s] {line}", flush=True)
 
     results = run_recipe(scale, range(args.first_seed, args.first_seed + count), say)
-    try:
-        paths = write(results, args.out)
-    except OSError as exc:
-        print(f"error: cannot write the report to {args.out}: {exc}", file=sys.stderr)
-        return EXIT_FAILED
-    print()
-    print(paths[0].read_text(encoding="utf-8"))
-    print("wrote " + ", ".join(str(p) for p in paths))
-    return 0
+    return write_and_show(lambda: write(results, args.out), args.out)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

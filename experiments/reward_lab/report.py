@@ -11,8 +11,11 @@ import hashlib
 import json
 import os
 import subprocess
+import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from env.cli import EXIT_FAILED
 from env.versions import generator_hash, tool_contract_hash
 from experiments.reward_lab.evaluate import HONEST, EvalStats
 from experiments.reward_lab.experiments import (
@@ -356,3 +359,17 @@ def _atomic(path: Path, text: str) -> None:
     partial = path.with_suffix(path.suffix + ".partial")
     partial.write_text(text, encoding="utf-8")
     partial.replace(path)
+
+
+def write_and_show(write_all: Callable[[], Sequence[Path]], out: Path) -> int:
+    """Writes a report with `write_all`, prints its first file and the paths written; a write
+    that fails is one line and the failure exit status (what the lab's commands return)."""
+    try:
+        paths = write_all()
+    except OSError as exc:
+        print(f"error: cannot write the report to {out}: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    print()
+    print(paths[0].read_text(encoding="utf-8"))
+    print("wrote " + ", ".join(str(p) for p in paths))
+    return 0
