@@ -234,3 +234,17 @@ def test_a_wrong_rule_sentence_is_caught(edit: Callable[[str], str]) -> None:
                 assert _problems(scenario, changed)
                 return
     pytest.skip("no reference summary this edit changes")
+
+
+def test_no_currency_reference_names_the_period_start_as_the_rates_day() -> None:
+    """The right rate is the local issue day's (or the business day before): a clause calling
+    it the period start's contradicted the rule sentence after it (eval-100015: a Sunday issue
+    day, the Friday's rate)."""
+    found = 0
+    for seed in split_seeds("eval", 100):
+        scenario = generate("eval", seed)
+        truth = reveal_truth(scenario)
+        if truth.label == "currency_conversion_error":
+            found += 1
+            assert "period start" not in truth.reference[-1].arguments["summary"], seed
+    assert found

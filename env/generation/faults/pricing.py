@@ -423,7 +423,6 @@ def currency_conversion_error(b: WorldBuilder) -> FaultOutcome:
             break
         invoice = by_start[starts[k]]
         right = invoice.billed.fx_rate
-        start = invoice.billed.period_start
         try:
             day, rate = _wrong_day(b, invoice)
         except NoStaleDay:
@@ -432,8 +431,8 @@ def currency_conversion_error(b: WorldBuilder) -> FaultOutcome:
         b.rebill(invoice, fx_rate=rate, fx_rate_date=day)
         lines.append(
             f"{invoice.id} was converted at {format_rate(rate)}, the USD to {currency} rate "
-            f"of {day.isoformat()}, instead of {format_rate(right)}, the rate recorded for "
-            f"its period start {start.isoformat()}"
+            f"of {day.isoformat()}, instead of {format_rate(right)}, the rate its billing rule "
+            "names"
         )
         lines[-1] += f" (overcharge {format_cents(overcharge(invoice))} {currency})"
     if not victims:
@@ -442,7 +441,7 @@ def currency_conversion_error(b: WorldBuilder) -> FaultOutcome:
     summary = (
         "Invoice "
         + "; invoice ".join(lines)
-        + ". Recomputed with the rate of each invoice's period start, the differences are "
+        + ". Recomputed with the rate each invoice's billing rule names, the differences are "
         "these overcharges."
     )
     decoys: list[Invoice] = []
